@@ -1,0 +1,107 @@
+/**
+ * Adapters that make the npm Redis clients fit {@linkcode RedisClient}.
+ *
+ * @module
+ */
+
+import type { RedisClient } from "./redis_store.ts";
+
+/** The part of a node-redis 5 client (`createClient()` or `createCluster()`) the adapter uses. */
+export interface NodeRedisLike {
+  /** `HINCRBY`. */
+  hIncrBy(key: string, field: string, increment: number): Promise<unknown>;
+  /** `EVAL` with `{ keys, arguments }`. */
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** `EVALSHA` with `{ keys, arguments }`. */
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Any command as an argument list (absent on cluster clients). */
+  sendCommand?(args: string[]): Promise<unknown>;
+  /** node-redis' reply type mapping, used to read integers as exact strings. */
+  withTypeMapping?: unknown;
+}
+
+/** The part of an ioredis client (`new Redis()` or `new Cluster()`) the adapter uses. */
+export interface IoredisLike {
+  /** `HINCRBY`. */
+  hincrby(key: string, field: string, increment: number): Promise<unknown>;
+  /** `EVAL script numkeys ...keys ...args`. */
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** `EVALSHA sha1 numkeys ...keys ...args`. */
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Any command. */
+  call(command: string, ...args: string[]): Promise<unknown>;
+}
+
+/**
+ * Make a node-redis 5 client (`npm:redis`) fit {@linkcode RedisClient}. The client stays
+ * yours: connect it before use (or in a factory) and close it after.
+ *
+ * @example
+ * ```ts ignore
+ * import { createClient } from "npm:redis@5";
+ * import { fromNodeRedis, KvId } from "jsr:@kvid/core";
+ *
+ * const client = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
+ * const ids = new KvId("order", { redis: fromNodeRedis(client) });
+ * console.log(await ids.next());
+ * ```
+ *
+ * @param client A connected (or connecting) node-redis client.
+ * @returns The client seen through the structural interface.
+ */
+export function fromNodeRedis(client: NodeRedisLike): RedisClient {
+  checkMethods(client, "fromNodeRedis", ["hIncrBy", "eval", "evalSha"]);
+  // node-redis parses integer replies near 2^53 inexactly (it replied 2^53-4 for 2^53-3):
+  // read integers as strings instead. 58 is RESP_TYPES.NUMBER (":").
+  if (typeof client.withTypeMapping === "function") {
+    client = (client.withTypeMapping as (m: Record<number, unknown>) => NodeRedisLike)({
+      58: String,
+    });
+  }
+  return {
+    hincrby: (key, field, increment) => client.hIncrBy(key, field, increment),
+    eval: (script, keys, args) => client.eval(script, { keys, arguments: args.map(String) }),
+    evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args.map(String) }),
+    sendCommand: (command, args = []) => {
+      if (client.sendCommand === undefined) {
+        return Promise.reject(new TypeError("this node-redis client has no sendCommand"));
+      }
+      return client.sendCommand([command, ...args.map(String)]);
+    },
+  };
+}
+
+/**
+ * Make an ioredis client (`npm:ioredis`) fit {@linkcode RedisClient}. The client stays yours:
+ * `quit()` it when done.
+ *
+ * @example
+ * ```ts ignore
+ * import Redis from "npm:ioredis@5";
+ * import { fromIoredis, KvId } from "jsr:@kvid/core";
+ *
+ * const client = new Redis("redis://127.0.0.1:6379");
+ * const ids = new KvId("order", { redis: fromIoredis(client) });
+ * console.log(await ids.next());
+ * ```
+ *
+ * @param client An ioredis `Redis` or `Cluster` client.
+ * @returns The client seen through the structural interface.
+ */
+export function fromIoredis(client: IoredisLike): RedisClient {
+  checkMethods(client, "fromIoredis", ["hincrby", "eval", "evalsha", "call"]);
+  return {
+    hincrby: (key, field, increment) => client.hincrby(key, field, increment),
+    eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args.map(String)),
+    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args.map(String)),
+    sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
+  };
+}
+
+function checkMethods(client: unknown, fn: string, methods: string[]): void {
+  for (const m of methods) {
+    if (typeof (client as Record<string, unknown> | null)?.[m] !== "function") {
+      throw new TypeError(`${fn}(client): the client has no ${m}() method`);
+    }
+  }
+}

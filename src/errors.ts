@@ -1,0 +1,81 @@
+/**
+ * The error type of @kvid/core.
+ *
+ * @module
+ */
+
+/**
+ * What went wrong, as a stable string to branch on.
+ *
+ * - `"closed"`: the generator was closed.
+ * - `"config"`: no Redis client was given or configured, or a factory failed permanently.
+ * - `"timeout"`: no ID could be reserved within the `timeout` option.
+ * - `"connection"`: the store could not be reached (the cause says why).
+ * - `"reply"`: the server answered with an error (wrong type, not an integer, auth, ...).
+ * - `"overflow"`: the counter would pass 2^63-1.
+ * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.
+ * - `"rollback"`: the stored counter went below IDs this generator already issued.
+ */
+export type KvIdErrorCode =
+  | "closed"
+  | "config"
+  | "timeout"
+  | "connection"
+  | "reply"
+  | "overflow"
+  | "unsafe"
+  | "rollback";
+
+/** Options of {@linkcode KvIdError}. */
+export interface KvIdErrorOptions {
+  /** The hash key of the counter, e.g. `"kvid"`. */
+  key: string;
+  /** The hash field of the counter: the generator's name. */
+  field: string;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * A failure to hand out an ID, naming the counter (`key` and `field`) and carrying the
+ * underlying error as `cause`.
+ *
+ * @example Branch on the code
+ * ```ts
+ * import { KvIdError } from "@kvid/core";
+ *
+ * const err = new KvIdError("timeout", "no ID within 5000 ms", { key: "kvid", field: "order" });
+ * console.assert(err instanceof Error && err.code === "timeout");
+ * console.assert(err.message.includes("kvid"));
+ * ```
+ */
+export class KvIdError extends Error {
+  /** What went wrong. */
+  readonly code: KvIdErrorCode;
+  /** The hash key of the counter. */
+  readonly key: string;
+  /** The hash field of the counter (the generator's name). */
+  readonly field: string;
+
+  /**
+   * Make an error naming the counter.
+   *
+   * @param code What went wrong.
+   * @param message A human sentence; the counter's key and field are appended.
+   * @param options The counter and the cause.
+   */
+  constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions) {
+    super(`${message} (hash ${JSON.stringify(options.key)}, field ${fieldLabel(options.field)})`, {
+      cause: options.cause,
+    });
+    this.name = "KvIdError";
+    this.code = code;
+    this.key = options.key;
+    this.field = options.field;
+  }
+}
+
+function fieldLabel(field: string): string {
+  const json = JSON.stringify(field);
+  return json.length > 80 ? `${json.slice(0, 77)}..."` : json;
+}

@@ -1,0 +1,637 @@
+/**
+ * {@linkcode KvId}: the segment-mode generator.
+ *
+ * @module
+ */
+
+import { defaultRedis } from "./configure.ts";
+import { describe } from "./describe.ts";
+import { KvIdError, type KvIdErrorCode } from "./errors.ts";
+import {
+  checkRedisSource,
+  type RedisSource,
+  RedisStore,
+  type Store,
+  toKvIdError,
+} from "./redis_store.ts";
+import type { Segment } from "./segment.ts";
+import { EMPTY_SEGMENT } from "./segment.ts";
+import { SegmentBuffer } from "./segment_buffer.ts";
+import { StepSizer } from "./step.ts";
+
+/** Options of {@linkcode KvId}. Every one is optional and validated at construction. */
+export interface KvIdOptions {
+  /**
+   * The Redis client, or a function returning one (called on the first reservation and shared).
+   * Default: the one given to {@linkcode configure}.
+   */
+  redis?: RedisSource;
+  /** A custom store instead of `redis` (advanced: tests, other backends). */
+  store?: Store;
+  /** The hash holding the counters. Default `"kvid"`. */
+  key?: string;
+  /** Smallest and first step (IDs per reservation). Default 1. */
+  minStep?: number;
+  /** Largest step. Default 1,000,000. */
+  maxStep?: number;
+  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000 (10 min). */
+  segmentDuration?: number;
+  /**
+   * Fraction of the current segment left when the next one is reserved in the background,
+   * 0 to 1; 0 turns prefetch off. Default 0.2.
+   */
+  prefetchAt?: number;
+  /**
+   * How long, in ms, one reservation may take, and so how long a call waits for an ID when
+   * none is buffered, before it rejects with a {@linkcode KvIdError}. Default 5,000.
+   */
+  timeout?: number;
+  /** Hand out `bigint` IDs, exact up to 2^63-1. Default false: `number`, up to 2^53-1. */
+  bigint?: boolean;
+  /**
+   * Send this generator's highest reserved ID as a floor with each reservation, so a counter
+   * that went backwards (a server that lost data) is raised instead of handing out old IDs.
+   * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
+   * `HINCRBY`. False: always plain `HINCRBY`. Default true.
+   */
+  guard?: boolean;
+  /** How far past the floor a counter found below it is raised. Default 0. */
+  rollbackMargin?: number;
+  /** Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. */
+  clock?: () => number;
+}
+
+/** A snapshot of a generator's state, from {@linkcode KvId.stats}. */
+export interface KvIdStats {
+  /** The counter's field. */
+  name: string;
+  /** The counter's hash. */
+  key: string;
+  /** How many IDs the next reservation asks for. */
+  step: number;
+  /** IDs buffered in memory (current and next segment). */
+  remaining: number;
+  /** Reservations that succeeded. */
+  segments: number;
+  /** Reservations that failed or timed out. */
+  failures: number;
+  /** Calls that found no ID buffered and waited for a reservation. */
+  stalls: number;
+  /** Round-trip time of the last successful reservation, in ms. */
+  lastFetchMs: number | undefined;
+  /** The highest ID reserved so far (0n before the first). */
+  high: bigint;
+  /** Times the counter was found below `high` and raised (or refused, without `guard`). */
+  rollbacks: number;
+  /** True while a reservation is in flight. */
+  reserving: boolean;
+  /** The last reservation error, cleared by a success. */
+  lastError: KvIdError | undefined;
+}
+
+/** The detail of a `"rollback"` event of {@linkcode KvId}. */
+export interface RollbackDetail {
+  /** The generator's high-water mark, sent as the floor. */
+  floor: bigint;
+  /** The range reserved after the counter was raised: its last ID. */
+  last: bigint;
+}
+
+/**
+ * A segment-mode ID generator for one counter (a field of a Redis hash). Construct it at module
+ * scope: it does no I/O until the first ID is asked for.
+ *
+ * Events: `"rollback"` (a `CustomEvent<RollbackDetail>`) when a reservation found the counter
+ * below IDs this generator already reserved.
+ *
+ * @example Order IDs
+ * ```ts ignore
+ * import { KvId } from "jsr:@kvid/core";
+ * import { connect } from "jsr:@db/redis";
+ *
+ * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
+ * export const ORDER_ID = new KvId("order", { redis });
+ * const id: number = await ORDER_ID.next();
+ * const ids: number[] = await ORDER_ID.nextBatch(1000);
+ * console.log(id, ids.length, ORDER_ID.stats().step);
+ * await ORDER_ID.close();
+ * redis.close();
+ * ```
+ *
+ * @typeParam T `number` by default, `bigint` with `{ bigint: true }`.
+ */
+export interface KvId<T extends number | bigint = number> extends EventTarget {
+  /** The counter's field. */
+  readonly name: string;
+  /** The counter's hash. */
+  readonly key: string;
+  /**
+   * The next ID. Resolves without I/O while IDs are buffered; otherwise waits for a
+   * reservation, at most `timeout` ms, then rejects with a {@linkcode KvIdError}.
+   */
+  next(): Promise<T>;
+  /** `count` IDs, increasing, with one await and few round trips. */
+  nextBatch(count: number): Promise<T[]>;
+  /** A snapshot of the generator's state. */
+  stats(): KvIdStats;
+  /**
+   * Stop: pending and later calls reject with a `"closed"` {@linkcode KvIdError}; waits for an
+   * in-flight reservation (at most `timeout` ms). The Redis client is the caller's to close.
+   */
+  close(): Promise<void>;
+  /** Same as {@linkcode KvId.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** The constructor of {@linkcode KvId}. */
+export interface KvIdConstructor {
+  /**
+   * A generator of `bigint` IDs.
+   *
+   * @param name The counter: a field of the hash, non-empty, at most 4,096 UTF-8 bytes.
+   * @param options See {@linkcode KvIdOptions}.
+   */
+  new (name: string, options: KvIdOptions & { bigint: true }): KvId<bigint>;
+  /**
+   * A generator of `number` IDs.
+   *
+   * @param name The counter: a field of the hash, non-empty, at most 4,096 UTF-8 bytes.
+   * @param options See {@linkcode KvIdOptions}.
+   */
+  new (name: string, options?: KvIdOptions & { bigint?: false }): KvId<number>;
+  /** The prototype. */
+  readonly prototype: KvId<number | bigint>;
+}
+
+const OPTION_NAMES = new Set([
+  "redis",
+  "store",
+  "key",
+  "minStep",
+  "maxStep",
+  "segmentDuration",
+  "prefetchAt",
+  "timeout",
+  "bigint",
+  "guard",
+  "rollbackMargin",
+  "clock",
+]);
+const MAX_NAME_BYTES = 4096;
+const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
+const MAX_BATCH = 10_000_000;
+const BACKOFF_BASE_MS = 20;
+const BACKOFF_MAX_MS = 2_000;
+
+interface Waiter<T> {
+  need: number;
+  got: number;
+  /** The IDs of a batch; undefined for a single `next()`. */
+  ids: T[] | undefined;
+  deadline: number;
+  resolve(value: T | T[]): void;
+  reject(err: unknown): void;
+}
+
+class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T> {
+  readonly name: string;
+  readonly key: string;
+  readonly #options: KvIdOptions;
+  readonly #bigint: boolean;
+  readonly #buf: SegmentBuffer;
+  readonly #sizer: StepSizer;
+  readonly #minStep: number;
+  readonly #maxStep: number;
+  readonly #timeout: number;
+  readonly #guard: boolean;
+  readonly #margin: bigint;
+  readonly #clock: () => number;
+  #store: Store | undefined;
+
+  #waiters: Waiter<T>[] = [];
+  #head = 0;
+  #demand = 0;
+  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  #backoffTimer: ReturnType<typeof setTimeout> | undefined;
+  #inflight: Promise<void> | undefined;
+  #retryAt = 0;
+  #closed = false;
+
+  #segments = 0;
+  #failures = 0;
+  #failuresInRow = 0;
+  #stalls = 0;
+  #rollbacks = 0;
+  #lastFetchMs: number | undefined;
+  #lastError: KvIdError | undefined;
+
+  constructor(name: string, options: KvIdOptions = {}) {
+    super();
+    checkName("name", name);
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(`KvId options must be an object, got ${describe(options)}`);
+    }
+    for (const k of Object.keys(options)) {
+      if (!OPTION_NAMES.has(k)) throw new TypeError(`KvId: unknown option ${JSON.stringify(k)}`);
+    }
+    const key = options.key ?? "kvid";
+    checkName("key", key);
+    const minStep = options.minStep ?? 1;
+    checkInteger("minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
+    const maxStep = options.maxStep ?? Math.max(1_000_000, minStep);
+    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    const segmentDuration = options.segmentDuration ?? 600_000;
+    checkNumber("segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
+    const prefetchAt = options.prefetchAt ?? 0.2;
+    checkNumber("prefetchAt", prefetchAt, 0, 1);
+    const timeout = options.timeout ?? 5_000;
+    checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
+    const margin = options.rollbackMargin ?? 0;
+    checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
+    for (const flag of ["bigint", "guard"] as const) {
+      if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
+        throw new TypeError(
+          `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
+        );
+      }
+    }
+    if (options.clock !== undefined && typeof options.clock !== "function") {
+      throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
+    }
+    if (options.redis !== undefined) checkRedisSource("KvId option redis", options.redis);
+    if (options.store !== undefined) {
+      if (options.redis !== undefined) {
+        throw new TypeError("KvId: give either the redis option or the store option, not both");
+      }
+      if (typeof options.store?.reserve !== "function") {
+        throw new TypeError("KvId option store must have a reserve() method");
+      }
+    }
+
+    this.name = name;
+    this.key = key;
+    this.#options = options;
+    this.#bigint = options.bigint ?? false;
+    this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
+    this.#sizer = new StepSizer(minStep, maxStep, segmentDuration);
+    this.#minStep = minStep;
+    this.#maxStep = maxStep;
+    this.#timeout = timeout;
+    this.#guard = options.guard ?? true;
+    this.#margin = BigInt(margin);
+    this.#clock = options.clock ?? (() => performance.now());
+    this.#store = options.store;
+  }
+
+  // The hot path: no I/O, no lock, no allocation but the promise.
+  async next(): Promise<T> {
+    const s = this.#buf.current;
+    if (s.used < s.size) {
+      const i = s.used++;
+      if (i >= s.prefetchFrom) this.#pump();
+      return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
+    }
+    return await this.#wait(1, undefined) as T;
+  }
+
+  async nextBatch(count: number): Promise<T[]> {
+    checkInteger("nextBatch count", count, 0, MAX_BATCH);
+    const ids: T[] = new Array(count);
+    let got = 0;
+    if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
+    if (got === count) {
+      if (this.#buf.wantsNext) this.#pump();
+      return ids;
+    }
+    return await this.#wait(count, ids, got) as T[];
+  }
+
+  stats(): KvIdStats {
+    return {
+      name: this.name,
+      key: this.key,
+      step: this.#sizer.step,
+      remaining: this.#buf.remaining,
+      segments: this.#segments,
+      failures: this.#failures,
+      stalls: this.#stalls,
+      lastFetchMs: this.#lastFetchMs,
+      high: this.#buf.high,
+      rollbacks: this.#rollbacks,
+      reserving: this.#inflight !== undefined,
+      lastError: this.#lastError,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      // Drop what is buffered so the hot path falls through to the closed check.
+      this.#buf.current = EMPTY_SEGMENT;
+      this.#buf.next = undefined;
+      this.#rejectWaiters(() => this.#closedError());
+      clearTimeout(this.#backoffTimer);
+      this.#backoffTimer = undefined;
+    }
+    await this.#inflight;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Copy up to `count - from` buffered IDs into `ids` from index `from`; returns the new count. */
+  #fill(ids: T[], from: number, count: number): number {
+    const buf = this.#buf;
+    while (from < count) {
+      let s = buf.current;
+      if (s.used >= s.size) {
+        if (!buf.advance()) break;
+        s = buf.current;
+      }
+      const n = Math.min(count - from, s.size - s.used);
+      const start = s.used;
+      s.used += n;
+      if (this.#bigint) {
+        for (let i = 0; i < n; i++) ids[from + i] = (s.first + BigInt(start + i)) as T;
+      } else {
+        const base = s.firstNumber + start;
+        for (let i = 0; i < n; i++) ids[from + i] = (base + i) as T;
+      }
+      from += n;
+    }
+    return from;
+  }
+
+  /** Take one buffered ID, switching segments if needed. */
+  #takeOne(): T | undefined {
+    let s: Segment = this.#buf.current;
+    if (s.used >= s.size) {
+      if (!this.#buf.advance()) return undefined;
+      s = this.#buf.current;
+    }
+    const i = s.used++;
+    return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
+  }
+
+  /** Queue a call for `need` IDs (of which `got` are already in `ids`) until served. */
+  #wait(need: number, ids: T[] | undefined, got = 0): Promise<T | T[]> {
+    if (this.#closed) return Promise.reject(this.#closedError());
+    if (ids === undefined && this.#waiters.length === this.#head) {
+      // The current segment is used up, but the next one may be ready: no wait then.
+      const id = this.#takeOne();
+      if (id !== undefined) {
+        if (this.#buf.wantsNext) this.#pump();
+        return Promise.resolve(id);
+      }
+    }
+    const now = performance.now();
+    const last = this.#lastError;
+    if (last !== undefined && !isTransient(last.code) && now < this.#retryAt) {
+      return Promise.reject(last); // fail fast on a refusal, retried after the backoff
+    }
+    this.#stalls++;
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({ need, got, ids, deadline: now + this.#timeout, resolve, reject });
+      this.#demand += need - got;
+      this.#deadlineTimer ??= setTimeout(() => this.#expire(), this.#timeout);
+      this.#pump();
+    });
+  }
+
+  /** Serve queued calls, in order, from the buffer. */
+  #serve(): void {
+    const waiters = this.#waiters;
+    while (this.#head < waiters.length) {
+      const w = waiters[this.#head];
+      const before = w.got;
+      if (w.ids === undefined) {
+        const id = this.#takeOne();
+        if (id === undefined) break;
+        w.got = 1;
+        this.#demand -= 1;
+        this.#head++;
+        w.resolve(id);
+        continue;
+      }
+      w.got = this.#fill(w.ids, w.got, w.need);
+      this.#demand -= w.got - before;
+      if (w.got < w.need) break;
+      this.#head++;
+      w.resolve(w.ids);
+    }
+    this.#compact();
+  }
+
+  /** Reject every queued call whose deadline passed; re-arm the timer for the next. */
+  #expire(): void {
+    this.#deadlineTimer = undefined;
+    const now = performance.now();
+    const waiters = this.#waiters;
+    while (this.#head < waiters.length && waiters[this.#head].deadline <= now) {
+      const w = waiters[this.#head++];
+      this.#demand -= w.need - w.got;
+      w.reject(this.#timeoutError());
+    }
+    this.#compact();
+    if (this.#head < waiters.length) {
+      const wait = Math.max(1, waiters[this.#head].deadline - now);
+      this.#deadlineTimer = setTimeout(() => this.#expire(), wait);
+    }
+  }
+
+  #rejectWaiters(error: () => unknown): void {
+    const waiters = this.#waiters;
+    while (this.#head < waiters.length) waiters[this.#head++].reject(error());
+    this.#demand = 0;
+    this.#compact();
+  }
+
+  #compact(): void {
+    if (this.#head === this.#waiters.length) {
+      this.#waiters = [];
+      this.#head = 0;
+      clearTimeout(this.#deadlineTimer);
+      this.#deadlineTimer = undefined;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {
+      this.#waiters = this.#waiters.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  /** Start a reservation if one is wanted and none is in flight (single flight). */
+  #pump(): void {
+    if (this.#inflight !== undefined || this.#closed) return;
+    const waiting = this.#demand > 0;
+    if (!waiting && !this.#buf.wantsNext) return;
+    const delay = this.#retryAt - performance.now();
+    if (delay > 0) {
+      // Backing off after a failure: only queued calls are worth a timer.
+      if (waiting && this.#backoffTimer === undefined) {
+        this.#backoffTimer = setTimeout(() => {
+          this.#backoffTimer = undefined;
+          this.#pump();
+        }, delay);
+      }
+      return;
+    }
+    this.#inflight = this.#reserve().finally(() => {
+      this.#inflight = undefined;
+      this.#pump();
+    });
+  }
+
+  /** One reservation, bounded by `timeout`. Never rejects. */
+  async #reserve(): Promise<void> {
+    const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
+    const floor = this.#buf.high;
+    const started = performance.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const store = this.#store ??= this.#makeStore();
+      const attempt = store.reserve(this.key, this.name, count, {
+        floor,
+        raiseTo: floor + this.#margin,
+        guard: this.#guard,
+        exact: this.#bigint,
+      });
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(this.#timeoutError("the reservation took")), this.#timeout);
+      });
+      // A late reply is dropped: its range is spent, never handed out.
+      attempt.catch(() => {});
+      const reply = await Promise.race([attempt, timeout]);
+      if (this.#closed) return;
+      this.#lastFetchMs = performance.now() - started;
+      this.#segments++;
+      this.#sizer.reserved(this.#clock());
+      const added = this.#buf.add(reply.last - BigInt(count) + 1n, reply.last);
+      if (reply.raised || added === "rollback") {
+        this.#rollbacks++;
+        this.dispatchEvent(
+          new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last: reply.last } }),
+        );
+      }
+      if (typeof added === "string") throw this.#refusal(added, reply.last);
+      this.#failuresInRow = 0;
+      this.#retryAt = 0;
+      this.#lastError = undefined;
+      this.#serve();
+    } catch (err) {
+      const error = toKvIdError(err, this.key, this.name);
+      this.#failures++;
+      this.#failuresInRow++;
+      this.#lastError = error;
+      this.#retryAt = performance.now() + backoff(this.#failuresInRow);
+      // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
+      if (!isTransient(error.code)) this.#rejectWaiters(() => error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #makeStore(): Store {
+    const redis = this.#options.redis ?? defaultRedis();
+    if (redis === undefined) {
+      throw new KvIdError(
+        "config",
+        "no Redis client: pass { redis } to new KvId() or call configure({ redis })",
+        { key: this.key, field: this.name },
+      );
+    }
+    return storeFor(redis);
+  }
+
+  #refusal(reason: "unsafe" | "rollback", last: bigint): KvIdError {
+    const where = { key: this.key, field: this.name };
+    return reason === "unsafe"
+      ? new KvIdError(
+        "unsafe",
+        `the counter reached ${last}, above Number.MAX_SAFE_INTEGER; use { bigint: true }`,
+        where,
+      )
+      : new KvIdError(
+        "rollback",
+        `the counter (${last}) went below IDs this generator already issued (up to ${this.#buf.high}); enable guard to raise it`,
+        where,
+      );
+  }
+
+  #closedError(): KvIdError {
+    return new KvIdError("closed", "the generator is closed", {
+      key: this.key,
+      field: this.name,
+    });
+  }
+
+  #timeoutError(what = "no ID could be reserved in"): KvIdError {
+    return new KvIdError("timeout", `${what} ${this.#timeout} ms`, {
+      key: this.key,
+      field: this.name,
+      cause: this.#lastError,
+    });
+  }
+}
+
+/**
+ * A segment-mode ID generator. See the {@linkcode KvId} interface for its methods and
+ * {@linkcode KvIdOptions} for its options.
+ *
+ * @example
+ * ```ts ignore
+ * import { KvId } from "jsr:@kvid/core";
+ *
+ * export const ORDER_ID = new KvId("order"); // uses the client given to configure()
+ * export const BIG_ID = new KvId("big", { bigint: true }); // KvId<bigint>
+ * ```
+ */
+export const KvId: KvIdConstructor = KvIdImpl as unknown as KvIdConstructor;
+
+const stores = new WeakMap<object, Store>();
+/** One store per client, so generators sharing a client share what it learned. */
+function storeFor(redis: RedisSource): Store {
+  let store = stores.get(redis);
+  if (store === undefined) stores.set(redis, store = new RedisStore(redis));
+  return store;
+}
+
+function isTransient(code: KvIdErrorCode): boolean {
+  return code === "connection" || code === "timeout";
+}
+
+/** Exponential backoff with jitter: half fixed, half random. */
+function backoff(failures: number): number {
+  const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 16));
+  return ms / 2 + Math.random() * ms / 2;
+}
+
+const utf8 = new TextEncoder();
+function checkName(what: string, value: unknown): asserts value is string {
+  if (typeof value !== "string") {
+    throw new TypeError(`KvId ${what} must be a string, got ${describe(value)}`);
+  }
+  if (value.length === 0) throw new TypeError(`KvId ${what} must not be empty`);
+  if (!value.isWellFormed()) {
+    throw new TypeError(`KvId ${what} must be well-formed Unicode (it has a lone surrogate)`);
+  }
+  const bytes = utf8.encode(value).length;
+  if (bytes > MAX_NAME_BYTES) {
+    throw new TypeError(`KvId ${what} is ${bytes} UTF-8 bytes, more than ${MAX_NAME_BYTES}`);
+  }
+}
+
+function checkNumber(what: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`KvId option ${what} must be a number, got ${describe(value)}`);
+  }
+  if (!(value >= min && value <= max)) {
+    throw new RangeError(`KvId option ${what} must be between ${min} and ${max}, got ${value}`);
+  }
+}
+
+function checkInteger(what: string, value: unknown, min: number, max: number): void {
+  checkNumber(what, value, min, max);
+  if (!Number.isInteger(value)) {
+    throw new RangeError(`KvId option ${what} must be an integer, got ${value}`);
+  }
+}

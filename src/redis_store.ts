@@ -1,0 +1,276 @@
+/**
+ * The Redis/Kvrocks store: reserves ranges with `HINCRBY <key> <name> <step>`.
+ *
+ * @module
+ */
+
+import { KvIdError } from "./errors.ts";
+import { describe } from "./describe.ts";
+
+/**
+ * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
+ * its client is passed as is; {@linkcode fromNodeRedis} and {@linkcode fromIoredis} make the npm
+ * clients fit. Replies may be numbers, strings or bigints; errors are thrown.
+ *
+ * @example A hand-written client for tests or another driver
+ * ```ts
+ * import type { RedisClient } from "@kvid/core";
+ *
+ * let counter = 0;
+ * const client: RedisClient = {
+ *   hincrby: (_key, _field, n) => Promise.resolve(counter += n),
+ *   eval: () => Promise.reject(new Error("no scripting")),
+ *   evalsha: () => Promise.reject(new Error("no scripting")),
+ * };
+ * console.assert(await client.hincrby("kvid", "x", 5) === 5);
+ * ```
+ */
+export interface RedisClient {
+  /** `HINCRBY key field increment`: resolves to the new value. */
+  hincrby(key: string, field: string, increment: number): Promise<unknown>;
+  /** `EVAL script numkeys ...keys ...args`. */
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** `EVALSHA sha1 numkeys ...keys ...args`; rejects with a `NOSCRIPT` error if not loaded. */
+  evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Any command; optional, used by tools rather than by the generator. */
+  sendCommand?(command: string, args?: string[]): Promise<unknown>;
+}
+
+/**
+ * A Redis client, or a function making one (sync or async). A function is called on first use,
+ * so a generator declared at module scope connects only when the first ID is asked for; a given
+ * function is called once and its client shared by every generator it was passed to.
+ */
+export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
+
+/** What one reservation returned. */
+export interface Reservation {
+  /** The last reserved ID V: the range is V - count + 1 .. V. */
+  last: bigint;
+  /** True when the stored counter was below the floor and was raised first (a rollback). */
+  raised: boolean;
+}
+
+/** How a reservation is made. */
+export interface ReserveOptions {
+  /** The highest ID the caller already holds; the counter is raised to `raiseTo` if below it. */
+  floor: bigint;
+  /** The value to raise a counter found below `floor` to (floor plus a safety margin). */
+  raiseTo: bigint;
+  /** Use the floor script. False: plain `HINCRBY`, no scripting. */
+  guard: boolean;
+  /** The caller needs the value exactly even above 2^53 (bigint mode). */
+  exact: boolean;
+}
+
+/** Reserves ranges of IDs; one call is one atomic reservation. */
+export interface Store {
+  /** Reserve `count` IDs of counter `field` in hash `key`. */
+  reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
+}
+
+// Raises the field to ARGV[4] if it is below the floor ARGV[3] (decimal strings compared
+// exactly, never as Lua doubles), then HINCRBY, and returns the value as a string so values
+// above 2^53 survive. A field that is not an integer is left for HINCRBY to refuse.
+const RESERVE_SCRIPT = `local raised = 0
+local floor = ARGV[3]
+if floor ~= '0' then
+  local cur = redis.call('HGET', KEYS[1], ARGV[1])
+  if not cur then cur = '0' end
+  if string.match(cur, '^%-?%d+$') then
+    local below
+    if string.sub(cur, 1, 1) == '-' then below = true
+    elseif #cur ~= #floor then below = #cur < #floor
+    else below = cur < floor end
+    if below then
+      redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+      raised = 1
+    end
+  end
+end
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`;
+
+let scriptSha: Promise<string> | undefined;
+function reserveScriptSha(): Promise<string> {
+  scriptSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(RESERVE_SCRIPT)).then(
+    (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
+  );
+  return scriptSha;
+}
+
+const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
+
+/** Resolve a {@linkcode RedisSource}, calling a factory once and sharing its client. */
+export function resolveRedis(source: RedisSource): Promise<RedisClient> {
+  if (typeof source !== "function") return Promise.resolve(source);
+  let client = factoryClients.get(source);
+  if (client === undefined) {
+    client = (async () => await source())();
+    factoryClients.set(source, client);
+    // A factory that failed is called again next time.
+    client.catch(() => factoryClients.delete(source));
+  }
+  return client;
+}
+
+/**
+ * The store on Redis or Kvrocks. With `guard` it runs one script per reservation (EVALSHA, and
+ * EVAL when the server answers NOSCRIPT); without it, a plain `HINCRBY`. A server without
+ * scripting makes it fall back to plain `HINCRBY` for good.
+ */
+export class RedisStore implements Store {
+  readonly #source: RedisSource;
+  #scripting = true;
+  // Set once the client replied with a rounded number: exact reads go through the script then.
+  #rounding = false;
+
+  /** @param source The client or a factory of it. */
+  constructor(source: RedisSource) {
+    this.#source = source;
+  }
+
+  /** False once the server refused scripting: reservations are plain `HINCRBY` since. */
+  get scripting(): boolean {
+    return this.#scripting;
+  }
+
+  /** Reserve `count` IDs; see {@linkcode Store.reserve}. */
+  async reserve(
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
+    let client: RedisClient;
+    try {
+      client = await resolveRedis(this.#source);
+    } catch (cause) {
+      throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
+    }
+    try {
+      if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
+        const floor = options.guard ? options.floor : 0n;
+        const reply = await this.#script(client, key, field, count, { ...options, floor });
+        if (reply !== undefined) return reply;
+      }
+      const value = parseInteger(await client.hincrby(key, field, count));
+      if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
+      if (value.exact || !options.exact || !this.#scripting) {
+        return { last: value.value, raised: false };
+      }
+      // Above 2^53 a numeric reply is rounded: that range is spent, read the next one exactly.
+      this.#rounding = true;
+      const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+      if (reply !== undefined) return reply;
+      throw new KvIdError(
+        "unsafe",
+        "the counter is above 2^53, the client replies with rounded numbers and the server has no scripting to read it exactly",
+        { key, field },
+      );
+    } catch (cause) {
+      throw toKvIdError(cause, key, field);
+    }
+  }
+
+  /** Run the reserve script; undefined when the server has no scripting. */
+  async #script(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation | undefined> {
+    const args = [field, String(count), String(options.floor), String(options.raiseTo)];
+    let reply: unknown;
+    try {
+      try {
+        reply = await client.evalsha(await reserveScriptSha(), [key], args);
+      } catch (err) {
+        if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
+        reply = await client.eval(RESERVE_SCRIPT, [key], args);
+      }
+    } catch (err) {
+      if (isReplyError(err) && /unknown command|not supported|scripting/i.test(errorMessage(err))) {
+        this.#scripting = false;
+        return undefined;
+      }
+      throw err;
+    }
+    if (!Array.isArray(reply) || reply.length !== 2) {
+      throw new Error(`unexpected script reply ${String(reply)}`);
+    }
+    const value = parseInteger(reply[0]);
+    if (value === undefined || !value.exact) {
+      throw new Error(`unexpected script reply ${String(reply[0])}`);
+    }
+    return { last: value.value, raised: Number(reply[1]) === 1 };
+  }
+}
+
+/** An integer reply as a bigint, with whether it is exact (a number above 2^53 is not). */
+function parseInteger(reply: unknown): { value: bigint; exact: boolean } | undefined {
+  if (typeof reply === "bigint") return { value: reply, exact: true };
+  if (typeof reply === "number") {
+    if (!Number.isInteger(reply)) return undefined;
+    return { value: BigInt(reply), exact: Number.isSafeInteger(reply) };
+  }
+  if (reply instanceof Uint8Array) reply = new TextDecoder().decode(reply);
+  if (typeof reply === "string" && /^-?\d+$/.test(reply)) {
+    return { value: BigInt(reply), exact: true };
+  }
+  return undefined;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Server error replies, whatever the client calls them. */
+function isReplyError(err: unknown): boolean {
+  for (let p = err; p && typeof p === "object"; p = Object.getPrototypeOf(p)) {
+    const name = (p as { constructor?: { name?: string } }).constructor?.name ?? "";
+    if (/Reply|SimpleError|BlobError/.test(name)) return true;
+  }
+  return false;
+}
+
+/** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
+export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
+  if (err instanceof KvIdError) return err;
+  const message = errorMessage(err).replace(/^-/, "");
+  const where = { key, field, cause: err };
+  if (!isReplyError(err)) {
+    return new KvIdError("connection", `the store could not be reached: ${message}`, where);
+  }
+  if (/overflow/i.test(message)) {
+    return new KvIdError("overflow", "the counter would pass 2^63-1", where);
+  }
+  if (/^WRONGTYPE/.test(message)) {
+    return new KvIdError("reply", "the key holds a value that is not a hash", where);
+  }
+  if (/not an integer|not a valid integer|out of range/i.test(message)) {
+    return new KvIdError("reply", "the counter field does not hold an integer", where);
+  }
+  if (/^(NOAUTH|WRONGPASS)|auth/i.test(message)) {
+    return new KvIdError("reply", `authentication failed: ${message}`, where);
+  }
+  return new KvIdError("reply", `the server refused the reservation: ${message}`, where);
+}
+
+/** Throw a TypeError unless `value` is a Redis client or a function. */
+export function checkRedisSource(what: string, value: unknown): void {
+  if (typeof value === "function") return;
+  if (
+    value === null || typeof value !== "object" ||
+    typeof (value as { hincrby?: unknown }).hincrby !== "function" ||
+    typeof (value as { eval?: unknown }).eval !== "function" ||
+    typeof (value as { evalsha?: unknown }).evalsha !== "function"
+  ) {
+    throw new TypeError(
+      `${what} must be a client with hincrby/eval/evalsha (wrap npm clients with fromNodeRedis or fromIoredis) or a function returning one, got ${
+        describe(value)
+      }`,
+    );
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * A segment: a range of IDs reserved from the store, handed out in order from memory.
+ *
+ * @module
+ */
+
+/**
+ * The IDs `first .. first + size - 1`, of which the first `used` have been handed out.
+ *
+ * Pure and synchronous: no I/O, no clock.
+ */
+export class Segment {
+  /** The first ID of the range. */
+  readonly first: bigint;
+  /** `first` as a number; exact whenever `first` is a safe integer. */
+  readonly firstNumber: number;
+  /** How many IDs the range holds. */
+  readonly size: number;
+  /** How many IDs have been handed out. */
+  used = 0;
+  /**
+   * The index whose taking leaves at most `prefetchAt × size` IDs, so the next range should be
+   * reserved. `size` (never) when prefetch is off.
+   */
+  readonly prefetchFrom: number;
+
+  /**
+   * @param first The first ID.
+   * @param size How many IDs, >= 0.
+   * @param prefetchAt Fraction of the range left when the next one is reserved; 0 turns it off.
+   */
+  constructor(first: bigint, size: number, prefetchAt: number) {
+    this.first = first;
+    this.firstNumber = Number(first);
+    this.size = size;
+    this.prefetchFrom = prefetchAt > 0
+      ? Math.max(0, size - 1 - Math.floor(prefetchAt * size))
+      : size;
+  }
+
+  /** The last ID of the range. */
+  get last(): bigint {
+    return this.first + BigInt(this.size) - 1n;
+  }
+
+  /** How many IDs are left. */
+  get remaining(): number {
+    return this.size - this.used;
+  }
+}
+
+/** An empty segment, the state before the first reservation. */
+export const EMPTY_SEGMENT: Segment = new Segment(1n, 0, 0);

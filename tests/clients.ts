@@ -1,0 +1,98 @@
+/** Real npm Redis clients for the tests, seen through the adapters. */
+
+import { createClient } from "redis";
+import { Redis } from "ioredis";
+import { fromIoredis, fromNodeRedis, type RedisClient } from "../mod.ts";
+
+/** The client libraries every behaviour is tested with. */
+export const CLIENTS = ["node-redis", "ioredis"] as const;
+/** One of {@linkcode CLIENTS}. */
+export type ClientKind = typeof CLIENTS[number];
+
+/** A connected client and how to close it. */
+export interface OpenClient extends AsyncDisposable {
+  /** The client through the adapter. */
+  redis: RedisClient;
+  /** Close the connection, dropping pending commands. */
+  close(): Promise<void>;
+}
+
+/** Connect a real client of `kind` to `url`. */
+export async function openClient(
+  kind: ClientKind,
+  url: string,
+  options: { readyCheck?: boolean } = {},
+): Promise<OpenClient> {
+  if (kind === "node-redis") {
+    const client = createClient({
+      url,
+      // Reconnect quickly and forever (tests stop a server and start it again).
+      socket: { reconnectStrategy: (n: number) => Math.min(50 * n, 500), connectTimeout: 2000 },
+    });
+    client.on("error", () => {}); // reconnect errors are expected in fault tests
+    await client.connect();
+    const close = () => {
+      client.destroy();
+      return Promise.resolve();
+    };
+    return { redis: fromNodeRedis(client), close, [Symbol.asyncDispose]: close };
+  }
+  const client = new Redis(url, {
+    lazyConnect: true,
+    retryStrategy: (n: number) => Math.min(50 * n, 500),
+    maxRetriesPerRequest: null,
+    // ioredis' ready check (INFO) fails on a server that wants a password we lack.
+    enableReadyCheck: options.readyCheck ?? true,
+  });
+  client.on("error", () => {});
+  await client.connect();
+  const close = () => {
+    client.disconnect(false);
+    return Promise.resolve();
+  };
+  return { redis: fromIoredis(client), close, [Symbol.asyncDispose]: close };
+}
+
+/** Wraps a client to count and gate `hincrby`/`eval`/`evalsha` calls (the reservations). */
+export class Spy implements RedisClient {
+  /** Reservations sent. */
+  calls = 0;
+  /** Increments asked for, in order. */
+  counts: number[] = [];
+  /** Reservations in flight now, and the most ever at once. */
+  inflight = 0;
+  maxInflight = 0;
+  /** When set, each reservation waits for this promise before going out. */
+  gate: Promise<void> | undefined;
+  readonly #inner: RedisClient;
+
+  constructor(inner: RedisClient) {
+    this.#inner = inner;
+  }
+
+  hincrby(key: string, field: string, n: number): Promise<unknown> {
+    return this.#track(Number(n), () => this.#inner.hincrby(key, field, n));
+  }
+  eval(script: string, keys: string[], args: string[]): Promise<unknown> {
+    return this.#track(Number(args[1]), () => this.#inner.eval(script, keys, args), false);
+  }
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
+    return this.#track(Number(args[1]), () => this.#inner.evalsha(sha, keys, args));
+  }
+
+  async #track(n: number, run: () => Promise<unknown>, count = true): Promise<unknown> {
+    // The store sends EVALSHA first and EVAL only after NOSCRIPT: count that pair once.
+    if (count) {
+      this.calls++;
+      this.counts.push(n);
+    }
+    this.inflight++;
+    this.maxInflight = Math.max(this.maxInflight, this.inflight);
+    try {
+      if (this.gate) await this.gate;
+      return await run();
+    } finally {
+      this.inflight--;
+    }
+  }
+}
