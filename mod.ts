@@ -36,6 +36,7 @@ export {
   type KvIdStats,
   type RollbackDetail,
 } from "./src/kvid.ts";
+export type { IdRange } from "./src/segment_buffer.ts";
 export type {
   RedisClient,
   RedisSource,

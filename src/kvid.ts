@@ -15,7 +15,6 @@ import {
   toKvIdError,
 } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
-import { EMPTY_SEGMENT } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { StepSizer } from "./step.ts";
 
@@ -327,8 +326,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (!this.#closed) {
       this.#closed = true;
       // Drop what is buffered so the hot path falls through to the closed check.
-      this.#buf.current = EMPTY_SEGMENT;
-      this.#buf.next = undefined;
+      this.#buf.clear();
       this.#rejectWaiters(() => this.#closedError());
       clearTimeout(this.#backoffTimer);
       this.#backoffTimer = undefined;
@@ -505,14 +503,15 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       this.#sizer.reserved(this.#clock());
-      const added = this.#buf.add(reply.last - BigInt(count) + 1n, reply.last);
+      const added = this.#buf.add(reply.ranges);
+      const last = reply.ranges.at(-1)?.last ?? 0n;
       if (reply.raised || added === "rollback") {
         this.#rollbacks++;
         this.dispatchEvent(
-          new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last: reply.last } }),
+          new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last } }),
         );
       }
-      if (typeof added === "string") throw this.#refusal(added, reply.last);
+      if (typeof added === "string") throw this.#refusal(added, last);
       this.#failuresInRow = 0;
       this.#retryAt = 0;
       this.#lastError = undefined;

@@ -5,6 +5,7 @@
  */
 
 import { KvIdError } from "./errors.ts";
+import type { IdRange } from "./segment_buffer.ts";
 import { describe } from "./describe.ts";
 
 /**
@@ -45,8 +46,11 @@ export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient
 
 /** What one reservation returned. */
 export interface Reservation {
-  /** The last reserved ID V: the range is V - count + 1 .. V. */
-  last: bigint;
+  /**
+   * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
+   * for a single counter, several when a store interleaves blocks.
+   */
+  ranges: IdRange[];
   /** True when the stored counter was below the floor and was raised first (a rollback). */
   raised: boolean;
 }
@@ -157,7 +161,7 @@ export class RedisStore implements Store {
       const value = parseInteger(await client.hincrby(key, field, count));
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
       if (value.exact || !options.exact || !this.#scripting) {
-        return { last: value.value, raised: false };
+        return { ranges: [range(value.value, count)], raised: false };
       }
       // Above 2^53 a numeric reply is rounded: that range is spent, read the next one exactly.
       this.#rounding = true;
@@ -204,8 +208,13 @@ export class RedisStore implements Store {
     if (value === undefined || !value.exact) {
       throw new Error(`unexpected script reply ${String(reply[0])}`);
     }
-    return { last: value.value, raised: Number(reply[1]) === 1 };
+    return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1 };
   }
+}
+
+/** The range a counter reply V stands for: V - count + 1 .. V. */
+function range(last: bigint, count: number): IdRange {
+  return { first: last - BigInt(count) + 1n, last };
 }
 
 /** An integer reply as a bigint, with whether it is exact (a number above 2^53 is not). */

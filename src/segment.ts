@@ -1,5 +1,5 @@
 /**
- * A segment: a range of IDs reserved from the store, handed out in order from memory.
+ * A segment: a range of reserved IDs, handed out in order from memory.
  *
  * @module
  */
@@ -19,23 +19,21 @@ export class Segment {
   /** How many IDs have been handed out. */
   used = 0;
   /**
-   * The index whose taking leaves at most `prefetchAt × size` IDs, so the next range should be
-   * reserved. `size` (never) when prefetch is off.
+   * The index whose taking leaves at most `leftAtMark` IDs in this range, so the next
+   * reservation should start. `size` (never) when prefetch is off.
    */
   readonly prefetchFrom: number;
 
   /**
    * @param first The first ID.
    * @param size How many IDs, >= 0.
-   * @param prefetchAt Fraction of the range left when the next one is reserved; 0 turns it off.
+   * @param leftAtMark How many IDs are left when the next reservation starts; -1: never.
    */
-  constructor(first: bigint, size: number, prefetchAt: number) {
+  constructor(first: bigint, size: number, leftAtMark: number) {
     this.first = first;
     this.firstNumber = Number(first);
     this.size = size;
-    this.prefetchFrom = prefetchAt > 0
-      ? Math.max(0, size - 1 - Math.floor(prefetchAt * size))
-      : size;
+    this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;
   }
 
   /** The last ID of the range. */
@@ -50,4 +48,4 @@ export class Segment {
 }
 
 /** An empty segment, the state before the first reservation. */
-export const EMPTY_SEGMENT: Segment = new Segment(1n, 0, 0);
+export const EMPTY_SEGMENT: Segment = new Segment(1n, 0, -1);

@@ -1,17 +1,26 @@
 /**
- * The double buffer: the segment being served and the one reserved ahead of it.
+ * The double buffer: the segment being served and what was reserved ahead of it.
  *
  * @module
  */
 
 import { EMPTY_SEGMENT, Segment } from "./segment.ts";
 
-/** Why {@linkcode SegmentBuffer.add} refused a reserved range. */
+/** An inclusive range of reserved IDs. */
+export interface IdRange {
+  /** The first ID. */
+  first: bigint;
+  /** The last ID, >= first. */
+  last: bigint;
+}
+
+/** Why {@linkcode SegmentBuffer.add} refused a reservation. */
 export type Refusal = "unsafe" | "rollback";
 
 /**
- * The current segment and the next one. A new range is accepted only above every ID this buffer
- * ever held (its high-water mark), so what it hands out strictly increases even if the store's
+ * The current segment and the ones reserved ahead (one reservation: usually one range, several
+ * when a store interleaves blocks). A range is accepted only above every ID this buffer ever
+ * held (its high-water mark), so what it hands out strictly increases even if the store's
  * counter went backwards.
  *
  * Pure and synchronous: no I/O, no clock.
@@ -19,61 +28,81 @@ export type Refusal = "unsafe" | "rollback";
 export class SegmentBuffer {
   /** The segment IDs are taken from. */
   current: Segment = EMPTY_SEGMENT;
-  /** The segment reserved ahead, switched to when `current` runs out. */
-  next: Segment | undefined = undefined;
+  /** Segments reserved ahead, switched to in order when `current` runs out. */
+  ahead: Segment[] = [];
   /** The highest ID ever accepted, 0 before the first. */
   high = 0n;
-  /** IDs of ranges that were cut off because they were not above `high`. */
+  /** IDs of reserved ranges that were dropped because they were not above `high`. */
   skipped = 0n;
   readonly #prefetchAt: number;
   readonly #safeOnly: boolean;
 
   /**
-   * @param options `prefetchAt`: fraction of a segment left when the next is wanted (0: off).
-   *   `safeOnly`: cut ranges at `Number.MAX_SAFE_INTEGER` (number mode).
+   * @param options `prefetchAt`: fraction of a reservation left when the next is wanted (0:
+   *   off). `safeOnly`: cut ranges at `Number.MAX_SAFE_INTEGER` (number mode).
    */
   constructor(options: { prefetchAt: number; safeOnly: boolean }) {
     this.#prefetchAt = options.prefetchAt;
     this.#safeOnly = options.safeOnly;
   }
 
-  /** IDs buffered in both segments. */
+  /** IDs buffered in all segments. */
   get remaining(): number {
-    return this.current.remaining + (this.next?.remaining ?? 0);
+    let n = this.current.remaining;
+    for (const s of this.ahead) n += s.remaining;
+    return n;
   }
 
   /** True when nothing is reserved ahead and the current segment passed its prefetch mark. */
   get wantsNext(): boolean {
-    return this.next === undefined && this.current.used > this.current.prefetchFrom;
+    return this.ahead.length === 0 && this.current.used > this.current.prefetchFrom;
   }
 
   /**
-   * Add the reserved range `first..last`: as the current segment if that is used up, else as
-   * the next. Returns how many IDs were added, or why none could be.
+   * Add the ranges of one reservation, in increasing order, behind what is buffered. Returns
+   * how many IDs were added, or why none could be.
    */
-  add(first: bigint, last: bigint): number | Refusal {
-    if (first <= this.high) {
-      this.skipped += (last < this.high ? last : this.high) - first + 1n;
-      first = this.high + 1n;
+  add(ranges: readonly IdRange[]): number | Refusal {
+    const kept: IdRange[] = [];
+    let unsafe = false;
+    for (let { first, last } of ranges) {
+      if (first <= this.high) {
+        this.skipped += (last < this.high ? last : this.high) - first + 1n;
+        first = this.high + 1n;
+      }
+      if (this.#safeOnly && last > BigInt(Number.MAX_SAFE_INTEGER)) {
+        unsafe = true;
+        last = BigInt(Number.MAX_SAFE_INTEGER);
+      }
+      if (last < first) continue;
+      kept.push({ first, last });
+      this.high = last;
     }
-    if (this.#safeOnly) {
-      if (first > BigInt(Number.MAX_SAFE_INTEGER)) return "unsafe";
-      if (last > BigInt(Number.MAX_SAFE_INTEGER)) last = BigInt(Number.MAX_SAFE_INTEGER);
+    if (kept.length === 0) return unsafe ? "unsafe" : "rollback";
+    let total = 0;
+    for (const r of kept) total += Number(r.last - r.first + 1n);
+    const leftAtMark = this.#prefetchAt > 0 ? Math.floor(this.#prefetchAt * total) : -1;
+    for (let i = 0; i < kept.length; i++) {
+      const { first, last } = kept[i];
+      const size = Number(last - first + 1n);
+      // Only the last range has a mark: prefetch once `prefetchAt` of the whole is left.
+      const segment = new Segment(first, size, i === kept.length - 1 ? leftAtMark : -1);
+      if (this.current.remaining === 0 && this.ahead.length === 0) this.current = segment;
+      else this.ahead.push(segment);
     }
-    if (last < first) return "rollback";
-    const segment = new Segment(first, Number(last - first + 1n), this.#prefetchAt);
-    this.high = last;
-    if (this.current.remaining === 0 && this.next === undefined) this.current = segment;
-    else if (this.next === undefined) this.next = segment;
-    else throw new Error("SegmentBuffer: both segments are full"); // the engine never does this
-    return segment.size;
+    return total;
   }
 
-  /** When `current` is used up and `next` is ready, make it current. Returns true if it did. */
+  /** When `current` is used up and a segment is ahead, make it current. True if it did. */
   advance(): boolean {
-    if (this.current.remaining > 0 || this.next === undefined) return false;
-    this.current = this.next;
-    this.next = undefined;
+    if (this.current.remaining > 0 || this.ahead.length === 0) return false;
+    this.current = this.ahead.shift()!;
     return true;
+  }
+
+  /** Drop everything buffered (the high-water mark stays). */
+  clear(): void {
+    this.current = EMPTY_SEGMENT;
+    this.ahead = [];
   }
 }
