@@ -1,0 +1,65 @@
+/**
+ * `deno task demo`: make IDs for a few seconds and show what the generator does.
+ *
+ * Uses `KVID_REDIS_URL` when set; otherwise starts a throwaway local server as the tests do.
+ * `KVID_DEMO_SECONDS` sets the duration (default 3).
+ */
+
+import { createClient } from "redis";
+import { fromNodeRedis, KvId } from "./mod.ts";
+import { startServer } from "./tests/server.ts";
+
+const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);
+await using server = await startServer({ urlEnv: "KVID_REDIS_URL" });
+console.log(
+  `server: ${server.kind} ${server.version} at ${server.url.replace(/:[^:@/]*@/, ":***@")}`,
+);
+
+const client = await createClient({ url: server.url }).connect();
+try {
+  const name = `demo-${Date.now()}`;
+  await using ids = new KvId(name, { redis: fromNodeRedis(client), segmentDuration: 1000 });
+
+  const end = performance.now() + seconds * 1000;
+  let count = 0;
+  let prev = 0;
+  let lastStep = 0;
+  let nextReport = performance.now() + 500;
+  const started = performance.now();
+  console.log("  time   IDs made    IDs/s      step  segments  last ID");
+  const chunk = 50_000;
+  while (true) {
+    for (let i = 0; i < chunk; i++) {
+      const id = await ids.next();
+      if (id <= prev) throw new Error(`not increasing: ${prev} then ${id}`);
+      prev = id;
+    }
+    count += chunk;
+    // A real service does I/O between IDs. A loop that only awaits resolved promises never lets
+    // the event loop read the prefetched reply, so give it a turn now and then.
+    await new Promise((r) => setTimeout(r, 0));
+    const now = performance.now();
+    const s = ids.stats();
+    if (now >= nextReport || s.step !== lastStep || now >= end) {
+      const t = (now - started) / 1000;
+      console.log(
+        `${t.toFixed(1).padStart(5)}s ${String(count).padStart(10)} ${
+          Math.round(count / t).toLocaleString("en").padStart(10)
+        } ${String(s.step).padStart(9)} ${String(s.segments).padStart(9)}  ${prev}`,
+      );
+      lastStep = s.step;
+      nextReport = now + 500;
+    }
+    if (now >= end) break;
+  }
+  const s = ids.stats();
+  console.log(
+    `\n${count.toLocaleString("en")} IDs in ${seconds} s, all unique (strictly increasing), ` +
+      `${s.segments} reservations (${(count / s.segments).toFixed(0)} IDs per round trip), ` +
+      `${s.stalls} calls waited for the network, last reservation took ${
+        s.lastFetchMs?.toFixed(2)
+      } ms.`,
+  );
+} finally {
+  client.destroy();
+}

@@ -1,0 +1,48 @@
+/**
+ * A check of @kvid/core with the real `jsr:@db/redis` client. Not part of `deno task test`:
+ * JSR is unreachable from CI. Run it where `jsr:@db/redis` resolves, e.g. with a config whose
+ * `"links"` point at local checkouts of denodrivers/redis and the std packages it pins:
+ *
+ *     deno test -A --config path/to/links/deno.json tools/db_redis_check.ts
+ */
+import assert from "node:assert/strict";
+import { connect } from "jsr:@db/redis@^0.41";
+import { KvId, KvIdError } from "../mod.ts";
+import { command, startServer } from "../tests/server.ts";
+
+Deno.test("@db/redis client passed as is", async () => {
+  await using server = await startServer();
+  const redis = await connect({ hostname: "127.0.0.1", port: server.port });
+  try {
+    for (const guard of [true, false]) {
+      await using id = new KvId(`plain-${guard}`, { redis, guard });
+      const ids = [];
+      for (let i = 0; i < 10_000; i++) ids.push(await id.next());
+      assert.equal(ids[0], 1);
+      assert.equal(new Set(ids).size, 10_000);
+    }
+    await command(server.url, "HSET", "kvid", "big", "9007199254740990");
+    await using big = new KvId("big", { redis, bigint: true, guard: false, minStep: 4 });
+    const b = [];
+    for (let i = 0; i < 20; i++) b.push(await big.next());
+    console.log("bigint above 2^53 via @db/redis:", b[0], b.at(-1));
+    for (let i = 1; i < b.length; i++) assert.ok(b[i] > b[i - 1]);
+    await command(server.url, "HSET", "kvid", "abc", "abc");
+    await using bad = new KvId("abc", { redis });
+    await assert.rejects(
+      bad.next(),
+      (e) => e instanceof KvIdError && e.code === "reply" && /integer/.test(e.message),
+    );
+    await command(server.url, "SET", "str", "x");
+    await using wt = new KvId("x", { redis, key: "str" });
+    await assert.rejects(
+      wt.next(),
+      (e) => e instanceof KvIdError && e.code === "reply" && /not a hash/.test(e.message),
+    );
+    await command(server.url, "HSET", "kvid", "top", "9223372036854775806");
+    await using top = new KvId("top", { redis, bigint: true, minStep: 2 });
+    await assert.rejects(top.next(), (e) => e instanceof KvIdError && e.code === "overflow");
+  } finally {
+    redis.close();
+  }
+});
