@@ -1,0 +1,160 @@
+/**
+ * Fast unit tests of the pure engine parts and of KvId's flow control, on a scripted in-memory
+ * store. Every behaviour here is also exercised against a real server elsewhere; this file
+ * stages what a real server cannot do on cue (a reply that arrives after its deadline).
+ */
+
+import assert from "node:assert/strict";
+import { KvId, KvIdError, type Reservation, type ReserveOptions, type Store } from "../mod.ts";
+import { SegmentBuffer } from "../src/segment_buffer.ts";
+import { StepSizer } from "../src/step.ts";
+
+/** A store whose every reservation is answered by the test. */
+class ScriptedStore implements Store {
+  calls: { count: number; options: ReserveOptions; reply: PromiseWithResolvers<Reservation> }[] =
+    [];
+  /** When set, reservations fail at once with this error. */
+  failWith: (() => Error) | undefined;
+  #waiting: PromiseWithResolvers<void> | undefined;
+
+  reserve(_key: string, _field: string, count: number, options: ReserveOptions) {
+    const reply = Promise.withResolvers<Reservation>();
+    this.calls.push({ count, options, reply });
+    if (this.failWith) reply.reject(this.failWith());
+    this.#waiting?.resolve();
+    return reply.promise;
+  }
+
+  /** Resolves once `n` reservations have been asked for. */
+  async called(n: number): Promise<void> {
+    while (this.calls.length < n) {
+      this.#waiting = Promise.withResolvers();
+      await this.#waiting.promise;
+    }
+  }
+
+  answer(i: number, first: bigint, last: bigint, raised = false): void {
+    this.calls[i].reply.resolve({ ranges: [{ first, last }], raised });
+  }
+}
+
+const connectionError = () =>
+  new KvIdError("connection", "down", { key: "kvid", field: "x", cause: new Error("ECONNRESET") });
+
+Deno.test("SegmentBuffer: ranges at or below the high-water mark are cut", () => {
+  const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
+  assert.equal(buf.add([{ first: 1n, last: 10n }]), 10);
+  assert.equal(buf.high, 10n);
+  assert.equal(buf.add([{ first: 6n, last: 15n }]), 5, "6..10 were already held");
+  assert.equal(buf.skipped, 5n);
+  assert.equal(buf.add([{ first: 3n, last: 9n }]), "rollback");
+  assert.equal(buf.remaining, 15);
+});
+
+Deno.test("SegmentBuffer: number mode stops at MAX_SAFE_INTEGER", () => {
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
+  assert.equal(buf.add([{ first: max - 1n, last: max + 5n }]), 2);
+  assert.equal(buf.add([{ first: max + 6n, last: max + 10n }]), "unsafe");
+  const big = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: false });
+  assert.equal(big.add([{ first: max - 1n, last: max + 5n }]), 7);
+});
+
+Deno.test("SegmentBuffer: several ranges form one reservation, prefetch at 20% of the whole", () => {
+  const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
+  assert.equal(buf.add([{ first: 1n, last: 5n }, { first: 11n, last: 15n }]), 10);
+  assert.equal(buf.current.size, 5);
+  assert.equal(buf.current.prefetchFrom, 5, "no mark in the first range");
+  assert.equal(buf.ahead[0].prefetchFrom, 2, "taking index 2 of the last leaves 2 of 10");
+});
+
+Deno.test("StepSizer: doubles when faster than segmentDuration, halves when slower", () => {
+  const s = new StepSizer(1, 16, 1000);
+  const steps = [0, 10, 20, 30, 40, 50, 60, 2000, 4000, 4500].map((t) => s.reserved(t));
+  assert.deepEqual(steps, [1, 2, 4, 8, 16, 16, 16, 8, 4, 8]);
+});
+
+Deno.test("a reply that comes after the timeout is dropped: its range is never issued", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, timeout: 50, minStep: 10, maxStep: 10 });
+  const first = id.next();
+  await assert.rejects(first, (e) => e instanceof KvIdError && e.code === "timeout");
+  const second = id.next();
+  await store.called(2);
+  store.answer(1, 11n, 20n);
+  assert.equal(await second, 11);
+  store.answer(0, 1n, 10n); // the late reply of the abandoned reservation
+  await new Promise((r) => setTimeout(r, 0));
+  const rest = [];
+  for (let i = 0; i < 9; i++) rest.push(await id.next());
+  assert.deepEqual(rest, [12, 13, 14, 15, 16, 17, 18, 19, 20]);
+  assert.equal(id.stats().failures, 1);
+  // The prefetch asked for 21..30 by now; answer it so close() has nothing in flight.
+  await store.called(3);
+  store.answer(2, 21n, 30n);
+});
+
+Deno.test("buffered IDs flow while reservations fail; the error comes when none are left", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, timeout: 200, minStep: 10, maxStep: 10 });
+  const p = id.next();
+  await store.called(1);
+  store.answer(0, 1n, 10n);
+  assert.equal(await p, 1);
+  for (let i = 2; i <= 8; i++) assert.equal(await id.next(), i); // the 8th starts the prefetch
+  await store.called(2);
+  store.failWith = connectionError;
+  store.calls[1].reply.reject(connectionError());
+  assert.equal(await id.next(), 9, "buffered IDs keep flowing");
+  assert.equal(await id.next(), 10);
+  const started = performance.now();
+  const err = await id.next().then(() => undefined, (e) => e);
+  assert.ok(err instanceof KvIdError && err.code === "timeout", String(err));
+  assert.ok(performance.now() - started >= 199, "not before the timeout");
+  assert.ok(err.cause instanceof KvIdError && err.cause.code === "connection");
+  const retries = store.calls.length - 2;
+  assert.ok(retries >= 2 && retries <= 12, `retried ${retries} times in 200 ms, with backoff`);
+  // Recovery: the same generator reserves again.
+  store.failWith = undefined;
+  const again = id.next();
+  await store.called(store.calls.length + 1);
+  store.answer(store.calls.length - 1, 101n, 110n);
+  assert.equal(await again, 101);
+});
+
+Deno.test("a store may answer with several ranges", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, minStep: 10, maxStep: 10 });
+  const p = id.nextBatch(10);
+  await store.called(1);
+  store.calls[0].reply.resolve({
+    ranges: [{ first: 1n, last: 5n }, { first: 11n, last: 15n }],
+    raised: false,
+  });
+  assert.deepEqual(await p, [1, 2, 3, 4, 5, 11, 12, 13, 14, 15]);
+  await store.called(2);
+  store.answer(1, 21n, 30n);
+});
+
+Deno.test("the floor sent is the high-water mark; a raised counter is reported", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, minStep: 5, maxStep: 5, rollbackMargin: 100 });
+  const events: unknown[] = [];
+  id.addEventListener("rollback", (e) => events.push((e as CustomEvent).detail));
+  const p = id.next();
+  await store.called(1);
+  assert.equal(store.calls[0].options.floor, 0n);
+  store.answer(0, 1n, 5n);
+  await p;
+  for (let i = 0; i < 4; i++) await id.next();
+  await store.called(2);
+  assert.equal(store.calls[1].options.floor, 5n);
+  assert.equal(store.calls[1].options.raiseTo, 105n);
+  store.answer(1, 106n, 110n, true);
+  assert.equal(await id.next(), 106);
+  assert.equal(id.stats().rollbacks, 1);
+  assert.deepEqual(events, [{ floor: 5n, last: 110n }]);
+  for (let i = 0; i < 3; i++) await id.next();
+  await store.called(3);
+  store.answer(2, 111n, 115n);
+});
