@@ -1,24 +1,38 @@
 /**
  * `deno task demo`: make IDs for a few seconds and show what the generator does.
  *
- * Uses `KVID_REDIS_URL` when set; otherwise starts a throwaway local server as the tests do.
+ * Uses Redis/Kvrocks at `KVID_REDIS_URL` when set; otherwise the embedded default, a Deno KV
+ * file at `.kvid/demo.sqlite3` (gitignored) through `DenoKvStore`.
  * `KVID_DEMO_SECONDS` sets the duration (default 3).
  */
 
 import { createClient } from "redis";
-import { fromNodeRedis, KvId } from "./mod.ts";
+import { fromNodeRedis, KvId, type KvIdOptions } from "./mod.ts";
+import { DenoKvStore } from "./src/deno_kv_store.ts";
 import { startServer } from "./tests/server.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);
-await using server = await startServer({ urlEnv: "KVID_REDIS_URL" });
-console.log(
-  `server: ${server.kind} ${server.version} at ${server.url.replace(/:[^:@/]*@/, ":***@")}`,
-);
+const KV_FILE = ".kvid/demo.sqlite3";
+let store: DenoKvStore | undefined;
+if (!Deno.env.get("KVID_REDIS_URL")) {
+  await Deno.mkdir(".kvid", { recursive: true });
+  store = new DenoKvStore(KV_FILE);
+  console.log(`store: Deno KV file ${KV_FILE} (set KVID_REDIS_URL to use Redis or Kvrocks)`);
+}
+await using server = store ? undefined : await startServer({ urlEnv: "KVID_REDIS_URL" });
+if (server) {
+  console.log(
+    `server: ${server.kind} ${server.version} at ${server.url.replace(/:[^:@/]*@/, ":***@")}`,
+  );
+}
 
-const client = await createClient({ url: server.url }).connect();
+const client = server ? await createClient({ url: server.url }).connect() : undefined;
 try {
   const name = `demo-${Date.now()}`;
-  await using ids = new KvId(name, { redis: fromNodeRedis(client), segmentDuration: 1000 });
+  const backend: Pick<KvIdOptions, "redis" | "store"> = client
+    ? { redis: fromNodeRedis(client) }
+    : { store };
+  await using ids = new KvId(name, { ...backend, segmentDuration: 1000 });
 
   const end = performance.now() + seconds * 1000;
   let count = 0;
@@ -60,6 +74,11 @@ try {
         s.lastFetchMs?.toFixed(2)
       } ms.`,
   );
+  if (store) {
+    const k = store.stats();
+    console.log(`Deno KV: ${k.reservations} commits, ${k.conflicts} check-and-set conflicts.`);
+  }
 } finally {
-  client.destroy();
+  client?.destroy();
+  store?.close();
 }

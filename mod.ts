@@ -22,6 +22,8 @@
  */
 
 export {
+  type BunRedisLike,
+  fromBunRedis,
   fromIoredis,
   fromNodeRedis,
   type IoredisLike,

@@ -98,6 +98,60 @@ export function fromIoredis(client: IoredisLike): RedisClient {
   };
 }
 
+/** The part of Bun's built-in Redis client (`RedisClient` from `"bun"`) the adapter uses. */
+export interface BunRedisLike {
+  /** Any command as a name and string arguments. */
+  send(command: string, args: string[]): Promise<unknown>;
+}
+
+// Bun's server errors are plain `Error`s (name "RedisError", code "ERR_REDIS_SERVER_ERROR");
+// rethrown under a name with "Reply" in it so the store tells a refusal from a lost connection.
+class BunRedisReplyError extends Error {
+  constructor(err: Error) {
+    super(err.message, { cause: err });
+    this.name = "BunRedisReplyError";
+  }
+}
+
+/**
+ * Make Bun's built-in Redis client (`RedisClient` from `"bun"`, Bun 1.2.9 or later) fit
+ * {@linkcode RedisClient}. The client stays yours: `close()` it when done.
+ *
+ * @example
+ * ```ts ignore
+ * import { RedisClient } from "bun";
+ * import { fromBunRedis, KvId } from "@kvid/core";
+ *
+ * const client = new RedisClient("redis://127.0.0.1:6379");
+ * const ids = new KvId("order", { redis: fromBunRedis(client) });
+ * console.log(await ids.next());
+ * ```
+ *
+ * @param client A Bun `RedisClient`.
+ * @returns The client seen through the structural interface.
+ */
+export function fromBunRedis(client: BunRedisLike): RedisClient {
+  checkMethods(client, "fromBunRedis", ["send"]);
+  const send = async (command: string, args: string[]): Promise<unknown> => {
+    try {
+      return await client.send(command, args);
+    } catch (err) {
+      if (err instanceof Error && (err as { code?: unknown }).code === "ERR_REDIS_SERVER_ERROR") {
+        throw new BunRedisReplyError(err);
+      }
+      throw err;
+    }
+  };
+  return {
+    hincrby: (key, field, increment) => send("HINCRBY", [key, field, String(increment)]),
+    eval: (script, keys, args) =>
+      send("EVAL", [script, String(keys.length), ...keys, ...args.map(String)]),
+    evalsha: (sha1, keys, args) =>
+      send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
+    sendCommand: (command, args = []) => send(command, args.map(String)),
+  };
+}
+
 function checkMethods(client: unknown, fn: string, methods: string[]): void {
   for (const m of methods) {
     if (typeof (client as Record<string, unknown> | null)?.[m] !== "function") {

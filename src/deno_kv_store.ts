@@ -1,0 +1,336 @@
+/**
+ * The Deno KV store: the same segment engine on `Deno.openKv()`, a local SQLite file (or
+ * `":memory:"`) on a laptop and Deno Deploy's global KV in production. No Redis needed.
+ *
+ * A counter is one KV entry `[...prefix, key, name]` holding a `Deno.KvU64`; with the default
+ * hash key `"kvid"` and no prefix that is `["kvid", name]`. A reservation of `count` IDs reads
+ * the entry and writes `value + count` in an atomic operation that checks the versionstamp it
+ * read, retrying on a conflict a bounded number of times: reply V means IDs V-count+1..V, as
+ * with `HINCRBY` on Redis, and the first ID of a new name is 1.
+ *
+ * `Deno.openKv` is still unstable in Deno 2: run with `--unstable-kv` (or
+ * `"unstable": ["kv"]` in deno.json). Deno Deploy needs no flag.
+ *
+ * @example A local KV file
+ * ```ts ignore
+ * import { KvId } from "jsr:@kvid/core";
+ * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ *
+ * using store = new DenoKvStore("./ids.sqlite3"); // opened on the first reservation
+ * await using ORDER_ID = new KvId("order", { store });
+ * console.log(await ORDER_ID.next()); // 1, 2, 3, ...
+ * ```
+ *
+ * @example Deno Deploy: the project's KV database
+ * ```ts ignore
+ * import { KvId } from "jsr:@kvid/core";
+ * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ *
+ * export const ORDER_ID = new KvId("order", { store: new DenoKvStore() });
+ * Deno.serve(async () => new Response(String(await ORDER_ID.next())));
+ * ```
+ *
+ * @module
+ */
+
+import { KvIdError } from "./errors.ts";
+import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
+
+/**
+ * Where a {@linkcode DenoKvStore} gets its database: an open `Deno.Kv` (yours to close), a path
+ * for `Deno.openKv(path)` (`":memory:"` for a throwaway one), or a function returning a
+ * `Deno.Kv` (sync or async). A path or a function is opened on the first reservation.
+ */
+export type DenoKvSource = Deno.Kv | string | (() => Deno.Kv | Promise<Deno.Kv>);
+
+/** Options of {@linkcode DenoKvStore}. */
+export interface DenoKvStoreOptions {
+  /**
+   * KV key parts put before `[key, name]`, to keep the counters apart from other data in a
+   * shared database. Default `[]`: the counter of `new KvId("order")` is `["kvid", "order"]`.
+   */
+  prefix?: Deno.KvKey;
+  /**
+   * How many check-and-set attempts one reservation makes before it gives up (a transient
+   * `"timeout"` {@linkcode KvIdError} the generator retries after its backoff). Default 32.
+   */
+  maxAttempts?: number;
+  /** The longest pause between two attempts, in ms; pauses are jittered. Default 50. */
+  maxBackoff?: number;
+}
+
+/** Counters of a {@linkcode DenoKvStore}, from {@linkcode DenoKvStore.stats}. */
+export interface DenoKvStoreStats {
+  /** Reservations committed. */
+  reservations: number;
+  /** Attempts that lost the check-and-set to another writer and were retried. */
+  conflicts: number;
+  /**
+   * Attempts that found the database locked by another process (SQLite busy on a shared local
+   * file) and were retried like a conflict.
+   */
+  busy: number;
+  /** The most attempts one committed reservation needed (1 when never contended). */
+  maxAttempts: number;
+  /** Reservations that gave up after `maxAttempts` conflicting attempts. */
+  exhausted: number;
+  /** Counters found below the caller's floor and raised (rollback guard). */
+  raised: number;
+}
+
+/** 2^63-1: the Redis and Rust-crate limit, kept so both backends agree on the ID space. */
+const MAX_ID = (1n << 63n) - 1n;
+const DEFAULT_MAX_ATTEMPTS = 32;
+const DEFAULT_MAX_BACKOFF_MS = 50;
+
+/**
+ * A {@linkcode Store} on Deno KV: pass it as the `store` option of `KvId`. It opens the
+ * database lazily, so it can be declared at module scope.
+ *
+ * `close()` closes a database the store opened itself (from a path or a function, or the
+ * default one); a `Deno.Kv` passed in stays yours. Close the generators first.
+ *
+ * @example Throwaway in-memory database
+ * ```ts
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ *
+ * using store = new DenoKvStore(":memory:");
+ * const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+ * const a = await store.reserve("kvid", "order", 10, options);
+ * const b = await store.reserve("kvid", "order", 5, options);
+ * console.assert(a.ranges[0].first === 1n && a.ranges[0].last === 10n);
+ * console.assert(b.ranges[0].first === 11n && b.ranges[0].last === 15n);
+ * console.assert(store.stats().reservations === 2);
+ * ```
+ */
+export class DenoKvStore implements Store, Disposable {
+  readonly #source: DenoKvSource | undefined;
+  readonly #owned: boolean;
+  readonly #prefix: Deno.KvKey;
+  readonly #maxAttempts: number;
+  readonly #maxBackoff: number;
+  #kv: Promise<Deno.Kv> | undefined;
+  #opened: Deno.Kv | undefined;
+  #closed = false;
+  #stats: DenoKvStoreStats = {
+    reservations: 0,
+    conflicts: 0,
+    busy: 0,
+    maxAttempts: 0,
+    exhausted: 0,
+    raised: 0,
+  };
+
+  /**
+   * Make a store; nothing is opened until the first reservation.
+   *
+   * @param source The database; default `Deno.openKv()` (Deno Deploy: the project's KV).
+   * @param options See {@linkcode DenoKvStoreOptions}.
+   */
+  constructor(source?: DenoKvSource, options: DenoKvStoreOptions = {}) {
+    if (
+      source !== undefined && typeof source !== "string" && typeof source !== "function" &&
+      typeof (source as Partial<Deno.Kv> | null)?.atomic !== "function"
+    ) {
+      throw new TypeError(
+        "DenoKvStore takes a Deno.Kv, a path for Deno.openKv, or a function returning a Deno.Kv",
+      );
+    }
+    const prefix = options.prefix ?? [];
+    if (!Array.isArray(prefix)) throw new TypeError("DenoKvStore option prefix must be an array");
+    const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 10_000) {
+      throw new RangeError(
+        `DenoKvStore option maxAttempts must be an integer from 1 to 10000, got ${maxAttempts}`,
+      );
+    }
+    const maxBackoff = options.maxBackoff ?? DEFAULT_MAX_BACKOFF_MS;
+    if (typeof maxBackoff !== "number" || !(maxBackoff >= 0 && maxBackoff <= 60_000)) {
+      throw new RangeError(
+        `DenoKvStore option maxBackoff must be a number from 0 to 60000, got ${maxBackoff}`,
+      );
+    }
+    this.#source = source;
+    this.#owned = source === undefined || typeof source === "string" ||
+      typeof source === "function";
+    this.#prefix = [...prefix];
+    this.#maxAttempts = maxAttempts;
+    this.#maxBackoff = maxBackoff;
+  }
+
+  /** A snapshot of the store's counters: reservations, conflicts, retries. */
+  stats(): DenoKvStoreStats {
+    return { ...this.#stats };
+  }
+
+  /** The KV key of counter `field` in hash `key`: `[...prefix, key, field]`. */
+  kvKey(key: string, field: string): Deno.KvKey {
+    return [...this.#prefix, key, field];
+  }
+
+  /**
+   * Reserve `count` IDs of counter `field` in hash `key`; see {@linkcode Store.reserve}. With
+   * `guard`, a counter below `floor` is first raised to `raiseTo` (`raised: true`).
+   */
+  async reserve(
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
+    const where = { key, field };
+    if (!Number.isSafeInteger(count) || count < 1) {
+      throw new RangeError(`DenoKvStore.reserve: count must be a positive integer, got ${count}`);
+    }
+    const kv = await this.#open(key, field);
+    const kvKey = this.kvKey(key, field);
+    for (let attempt = 1;; attempt++) {
+      let entry: Deno.KvEntryMaybe<unknown>;
+      let committed: Deno.KvCommitResult | Deno.KvCommitError | undefined;
+      let last = 0n;
+      let raised = false;
+      try {
+        entry = await kv.get(kvKey);
+        let current = counterValue(entry.value, where);
+        if (options.guard && current < options.floor) {
+          current = options.raiseTo;
+          raised = true;
+        }
+        last = current + BigInt(count);
+        if (last > MAX_ID) {
+          throw new KvIdError(
+            "overflow",
+            `the counter (${current}) plus ${count} would pass 2^63-1`,
+            where,
+          );
+        }
+        committed = await kv.atomic()
+          .check({ key: kvKey, versionstamp: entry.versionstamp })
+          .set(kvKey, new Deno.KvU64(last))
+          .commit();
+      } catch (cause) {
+        // Another process holds the SQLite write lock: nothing was written, try again.
+        if (!isBusy(cause)) throw this.#error(cause, key, field);
+        this.#stats.busy++;
+      }
+      if (committed?.ok) {
+        const s = this.#stats;
+        s.reservations++;
+        s.maxAttempts = Math.max(s.maxAttempts, attempt);
+        if (raised) s.raised++;
+        return { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
+      }
+      if (committed !== undefined) this.#stats.conflicts++;
+      if (attempt >= this.#maxAttempts) {
+        this.#stats.exhausted++;
+        throw new KvIdError(
+          "timeout",
+          `the counter stayed contended: ${attempt} check-and-set attempts conflicted or found the database locked`,
+          where,
+        );
+      }
+      // Jittered, growing pause so contending writers stop colliding in lockstep.
+      const ceiling = Math.min(this.#maxBackoff, 2 ** Math.min(attempt, 16) / 2);
+      const pause = Math.random() * ceiling;
+      if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /**
+   * Close the database if the store opened it (a `Deno.Kv` passed in stays open). Later
+   * reservations reject with a `"closed"` {@linkcode KvIdError}.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#owned) this.#opened?.close();
+    this.#opened = undefined;
+  }
+
+  /** Same as {@linkcode DenoKvStore.close}, for `using`. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #open(key: string, field: string): Promise<Deno.Kv> {
+    if (this.#closed) {
+      return Promise.reject(new KvIdError("closed", "the DenoKvStore is closed", { key, field }));
+    }
+    if (this.#kv !== undefined) return this.#kv;
+    const source = this.#source;
+    const kv = (async () => {
+      let opened: Deno.Kv;
+      try {
+        opened = typeof source === "function"
+          ? await source()
+          : typeof source === "string" || source === undefined
+          ? await Deno.openKv(source)
+          : source;
+      } catch (cause) {
+        const hint = typeof Deno.openKv !== "function"
+          ? " (Deno.openKv is unstable: run with --unstable-kv)"
+          : "";
+        throw new KvIdError("connection", `could not open the Deno KV database${hint}`, {
+          key,
+          field,
+          cause,
+        });
+      }
+      if (this.#closed) {
+        // Closed while opening: do not leak what was opened.
+        if (this.#owned) opened.close();
+        throw new KvIdError("closed", "the DenoKvStore is closed", { key, field });
+      }
+      this.#opened = opened;
+      return opened;
+    })();
+    this.#kv = kv;
+    // A failed open is tried again on the next reservation.
+    kv.catch(() => {
+      if (this.#kv === kv) this.#kv = undefined;
+    });
+    return kv;
+  }
+
+  #error(cause: unknown, key: string, field: string): KvIdError {
+    if (cause instanceof KvIdError) return cause;
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const where = { key, field, cause };
+    if (this.#closed || /database is closed|bad resource/i.test(message)) {
+      return new KvIdError("closed", "the Deno KV database is closed", where);
+    }
+    if (/key too large/i.test(message)) {
+      return new KvIdError(
+        "config",
+        "the KV key is too large (Deno KV keys are at most 2 KiB): use a shorter name, key or prefix",
+        where,
+      );
+    }
+    return new KvIdError("connection", `Deno KV failed: ${message}`, where);
+  }
+}
+
+/** SQLite's "database is locked"/"busy": a local file shared by processes, under write load. */
+function isBusy(err: unknown): boolean {
+  return err instanceof Error && /database is (locked|busy)/i.test(err.message);
+}
+
+/** The counter in an entry's value: 0 when absent; a KvU64, bigint or safe integer otherwise. */
+function counterValue(value: unknown, where: { key: string; field: string }): bigint {
+  if (value === null || value === undefined) return 0n;
+  let n: bigint | undefined;
+  if (value instanceof Deno.KvU64) n = value.value;
+  else if (typeof value === "bigint") n = value;
+  else if (typeof value === "number" && Number.isSafeInteger(value)) n = BigInt(value);
+  if (n === undefined || n < 0n) {
+    throw new KvIdError(
+      "reply",
+      "the counter entry does not hold a non-negative integer (a Deno.KvU64)",
+      where,
+    );
+  }
+  if (n > MAX_ID) {
+    throw new KvIdError("overflow", `the counter (${n}) is above 2^63-1`, where);
+  }
+  return n;
+}

@@ -1,0 +1,386 @@
+/**
+ * DenoKvStore against real `Deno.openKv` files: the same engine and guarantees as on Redis.
+ */
+
+import assert from "node:assert/strict";
+import { KvId, KvIdError, type ReserveOptions } from "../mod.ts";
+import { DenoKvStore, type DenoKvStoreStats } from "../src/deno_kv_store.ts";
+
+const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+
+/** A fresh temporary directory holding a KV file path, removed on dispose. */
+async function tempKvFile(): Promise<{ path: string } & AsyncDisposable> {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-kv-" });
+  return {
+    path: `${dir}/ids.sqlite3`,
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp) {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
+    assert.equal(err.code, code, `code of: ${err.message}`);
+    if (message) assert.match(err.message, message);
+    return err;
+  }
+  return assert.fail(`expected a KvIdError ${code}`);
+}
+
+function assertStrictlyIncreasing(ids: readonly (number | bigint)[], what = "ids"): void {
+  for (let i = 1; i < ids.length; i++) {
+    if (!(ids[i] > ids[i - 1])) assert.fail(`${what}: not increasing at ${i}`);
+  }
+}
+
+Deno.test("DenoKvStore on a KV file", async (t) => {
+  await using file = await tempKvFile();
+  const kv = await Deno.openKv(file.path);
+  try {
+    const store = new DenoKvStore(kv);
+
+    await t.step(
+      "reply V means V-count+1..V; a new name starts at 1; KvU64 at [key, name]",
+      async () => {
+        const a = await store.reserve("kvid", "basic", 10, PLAIN);
+        const b = await store.reserve("kvid", "basic", 5, PLAIN);
+        assert.deepEqual(a, { ranges: [{ first: 1n, last: 10n }], raised: false });
+        assert.deepEqual(b, { ranges: [{ first: 11n, last: 15n }], raised: false });
+        const entry = await kv.get(["kvid", "basic"]);
+        assert.ok(entry.value instanceof Deno.KvU64);
+        assert.equal(entry.value.value, 15n);
+        // The hash key keeps its meaning: another key is another counter.
+        const c = await store.reserve("tenant-a", "basic", 3, PLAIN);
+        assert.deepEqual(c.ranges, [{ first: 1n, last: 3n }]);
+        assert.equal((await kv.get<Deno.KvU64>(["tenant-a", "basic"])).value?.value, 3n);
+      },
+    );
+
+    await t.step("a prefix namespaces the counters", async () => {
+      const prefixed = new DenoKvStore(kv, { prefix: ["app", 1] });
+      assert.deepEqual(prefixed.kvKey("kvid", "x"), ["app", 1, "kvid", "x"]);
+      await prefixed.reserve("kvid", "basic", 4, PLAIN);
+      assert.equal((await kv.get<Deno.KvU64>(["app", 1, "kvid", "basic"])).value?.value, 4n);
+      assert.equal((await kv.get<Deno.KvU64>(["kvid", "basic"])).value?.value, 15n);
+    });
+
+    await t.step("KvId on it: 20k IDs unique and increasing, few reservations", async () => {
+      await using id = new KvId("engine", { store });
+      const ids: number[] = [];
+      for (let i = 0; i < 20_000; i++) ids.push(await id.next());
+      assert.equal(ids[0], 1);
+      assertStrictlyIncreasing(ids);
+      const s = id.stats();
+      assert.ok(s.segments >= 5 && s.segments <= 30, `segments ${s.segments}`);
+      assert.equal(s.high, (await kv.get<Deno.KvU64>(["kvid", "engine"])).value?.value);
+      const batch = await id.nextBatch(5000);
+      assertStrictlyIncreasing([ids.at(-1)!, ...batch]);
+    });
+
+    await t.step("bigint mode, exact to 2^63-1, then overflow without wrapping", async () => {
+      const max = (1n << 63n) - 1n;
+      await kv.set(["kvid", "big"], new Deno.KvU64(max - 7n));
+      await using id = new KvId("big", { store, bigint: true, maxStep: 1 });
+      const ids: bigint[] = [];
+      for (let i = 0; i < 7; i++) ids.push(await id.next());
+      assert.deepEqual(ids, [6n, 5n, 4n, 3n, 2n, 1n, 0n].map((n) => max - n));
+      await rejectsWith(id.next(), "overflow", /2\^63-1/);
+      assert.equal((await kv.get<Deno.KvU64>(["kvid", "big"])).value?.value, max);
+      await kv.set(["kvid", "huge"], new Deno.KvU64(max + 1n));
+      await rejectsWith(store.reserve("kvid", "huge", 1, PLAIN), "overflow", /above 2\^63-1/);
+    });
+
+    await t.step("number mode stops at 2^53-1 with an unsafe error", async () => {
+      await kv.set(["kvid", "near53"], new Deno.KvU64(BigInt(2 ** 53 - 3)));
+      await using id = new KvId("near53", { store });
+      assert.equal(await id.next(), 2 ** 53 - 2);
+      assert.equal(await id.next(), 2 ** 53 - 1);
+      await rejectsWith(id.next(), "unsafe");
+    });
+
+    await t.step("floor guard: a counter that went back is raised, raised: true", async () => {
+      await kv.set(["kvid", "floor"], new Deno.KvU64(5n));
+      const r = await store.reserve("kvid", "floor", 10, {
+        floor: 100n,
+        raiseTo: 110n,
+        guard: true,
+        exact: false,
+      });
+      assert.deepEqual(r, { ranges: [{ first: 111n, last: 120n }], raised: true });
+      // At or above the floor nothing is raised; without guard the floor is ignored.
+      const same = await store.reserve("kvid", "floor", 1, {
+        floor: 120n,
+        raiseTo: 200n,
+        guard: true,
+        exact: false,
+      });
+      assert.deepEqual(same, { ranges: [{ first: 121n, last: 121n }], raised: false });
+      const unguarded = await store.reserve("kvid", "floor", 1, {
+        floor: 999n,
+        raiseTo: 999n,
+        guard: false,
+        exact: false,
+      });
+      assert.deepEqual(unguarded, { ranges: [{ first: 122n, last: 122n }], raised: false });
+    });
+
+    await t.step(
+      "KvId rollback: the counter reset below issued IDs is raised, event fired",
+      async () => {
+        await using id = new KvId("rollback", { store, minStep: 10, maxStep: 10, prefetchAt: 0 });
+        const events: bigint[] = [];
+        id.addEventListener("rollback", (e) => {
+          events.push((e as CustomEvent<{ floor: bigint }>).detail.floor);
+        });
+        for (let i = 1; i <= 10; i++) assert.equal(await id.next(), i);
+        await kv.delete(["kvid", "rollback"]); // the data was lost
+        assert.equal(await id.next(), 11, "continues above what it issued");
+        assert.deepEqual(events, [10n]);
+        assert.equal(id.stats().rollbacks, 1);
+      },
+    );
+
+    await t.step("an entry that is not a counter is a reply error, left untouched", async () => {
+      await kv.set(["kvid", "text"], "abc");
+      const err = await rejectsWith(store.reserve("kvid", "text", 1, PLAIN), "reply");
+      assert.equal(err.field, "text");
+      assert.equal((await kv.get(["kvid", "text"])).value, "abc");
+      await kv.set(["kvid", "bigint"], 41n); // a plain bigint is read, written back as KvU64
+      assert.deepEqual((await store.reserve("kvid", "bigint", 1, PLAIN)).ranges, [
+        { first: 42n, last: 42n },
+      ]);
+    });
+
+    await t.step("a key over 2 KiB is a config error", async () => {
+      await rejectsWith(store.reserve("kvid", "x".repeat(2100), 1, PLAIN), "config", /2 KiB/);
+    });
+
+    await t.step("conflicts: 16 concurrent reservations on one counter, all disjoint", async () => {
+      const contended = new DenoKvStore(kv, { maxAttempts: 64 });
+      const replies = await Promise.all(
+        Array.from({ length: 16 }, () => contended.reserve("kvid", "race", 3, PLAIN)),
+      );
+      const firsts = replies.map((r) => r.ranges[0].first).sort((a, b) => Number(a - b));
+      assert.deepEqual(firsts, Array.from({ length: 16 }, (_, i) => BigInt(1 + 3 * i)));
+      const s = contended.stats();
+      assert.equal(s.reservations, 16);
+      assert.ok(s.conflicts > 0, "concurrent check-and-sets conflicted");
+      assert.ok(s.maxAttempts > 1 && s.maxAttempts <= 64, `max attempts ${s.maxAttempts}`);
+      assert.equal(s.exhausted, 0);
+    });
+
+    await t.step(
+      "bounded retries: with maxAttempts 1 the losers give up with timeout",
+      async () => {
+        const impatient = new DenoKvStore(kv, { maxAttempts: 1 });
+        const settled = await Promise.allSettled(
+          Array.from({ length: 8 }, () => impatient.reserve("kvid", "giveup", 1, PLAIN)),
+        );
+        const lost = settled.filter((r) => r.status === "rejected");
+        assert.ok(lost.length > 0 && lost.length < 8, `${lost.length} of 8 gave up`);
+        for (const r of lost) {
+          const err = (r as PromiseRejectedResult).reason;
+          assert.ok(err instanceof KvIdError && err.code === "timeout", String(err));
+          assert.match(err.message, /contended: 1 check-and-set/);
+        }
+        assert.equal(impatient.stats().exhausted, lost.length);
+        const won = (await kv.get<Deno.KvU64>(["kvid", "giveup"])).value?.value;
+        assert.equal(won, BigInt(8 - lost.length), "a loser wrote nothing");
+      },
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("DenoKvStore opens lazily, once, and closes what it opened", async () => {
+  await using file = await tempKvFile();
+  let opens = 0;
+  const store = new DenoKvStore(() => {
+    opens++;
+    return Deno.openKv(file.path);
+  });
+  assert.equal(opens, 0, "construction does no I/O");
+  const replies = await Promise.all([
+    store.reserve("kvid", "lazy", 1, PLAIN),
+    store.reserve("kvid", "lazy", 1, PLAIN),
+  ]);
+  assert.equal(opens, 1);
+  assert.equal(replies.length, 2);
+  store.close();
+  await rejectsWith(store.reserve("kvid", "lazy", 1, PLAIN), "closed");
+  store.close(); // twice is fine
+
+  // A path: nothing is created until the first reservation.
+  const other = `${file.path}.other`;
+  {
+    using byPath = new DenoKvStore(other);
+    await assert.rejects(Deno.stat(other), Deno.errors.NotFound);
+    await byPath.reserve("kvid", "lazy", 1, PLAIN);
+    await Deno.stat(other);
+  }
+  // Closed before the first reservation: nothing opened, nothing leaked.
+  const never = new DenoKvStore(other);
+  never.close();
+  await rejectsWith(never.reserve("kvid", "lazy", 1, PLAIN), "closed");
+
+  // A failed open is a connection error and is tried again.
+  let tries = 0;
+  using flaky = new DenoKvStore(() => {
+    if (++tries === 1) throw new Error("not yet");
+    return Deno.openKv(":memory:");
+  });
+  await rejectsWith(flaky.reserve("kvid", "x", 1, PLAIN), "connection", /could not open/);
+  assert.deepEqual((await flaky.reserve("kvid", "x", 1, PLAIN)).ranges, [{ first: 1n, last: 1n }]);
+});
+
+Deno.test("restart continuity: close the file, reopen it, IDs continue above", async () => {
+  await using file = await tempKvFile();
+  let high = 0n;
+  let last = 0;
+  {
+    using store = new DenoKvStore(file.path);
+    await using id = new KvId("restart", { store, minStep: 100 });
+    for (let i = 0; i < 250; i++) last = await id.next();
+    high = id.stats().high;
+    assert.ok(high > BigInt(last), "a segment is still buffered");
+  }
+  {
+    using store = new DenoKvStore(file.path);
+    await using id = new KvId("restart", { store });
+    const next = await id.next();
+    assert.equal(BigInt(next), high + 1n, "the unused rest of the buffered segment is skipped");
+  }
+});
+
+Deno.test("a locked database is retried like a conflict; other failures are connection errors", async () => {
+  using real = await Deno.openKv(":memory:");
+  let failures: Error[] = [];
+  // A Deno.Kv whose commits fail while `failures` holds errors, as SQLite does when another
+  // process holds the write lock.
+  const flaky = {
+    get: real.get.bind(real),
+    atomic: () => {
+      const op = real.atomic();
+      const commit = op.commit.bind(op);
+      op.commit = () => {
+        const err = failures.shift();
+        return err ? Promise.reject(err) : commit();
+      };
+      return op;
+    },
+  } as unknown as Deno.Kv;
+  const store = new DenoKvStore(flaky);
+  failures = [new TypeError("database is locked"), new TypeError("database is locked")];
+  assert.deepEqual((await store.reserve("kvid", "busy", 2, PLAIN)).ranges, [
+    { first: 1n, last: 2n },
+  ]);
+  assert.equal(store.stats().busy, 2);
+  assert.equal(store.stats().maxAttempts, 3);
+  failures = [new Error("connection reset")];
+  const err = await rejectsWith(store.reserve("kvid", "busy", 1, PLAIN), "connection", /reset/);
+  assert.ok(err.cause instanceof Error);
+  assert.equal((await real.get<Deno.KvU64>(["kvid", "busy"])).value?.value, 2n, "not written");
+});
+
+Deno.test("constructor validation", () => {
+  assert.throws(() => new DenoKvStore(42 as unknown as string), TypeError);
+  assert.throws(() => new DenoKvStore(":memory:", { maxAttempts: 0 }), RangeError);
+  assert.throws(() => new DenoKvStore(":memory:", { maxBackoff: -1 }), RangeError);
+  assert.throws(() => new DenoKvStore(":memory:", { prefix: "x" as unknown as [] }), TypeError);
+});
+
+interface WorkerResult {
+  ids: number[];
+  store: DenoKvStoreStats;
+  segments: number;
+}
+
+/** Split a byte stream into lines. */
+async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    rest += chunk;
+    let nl;
+    while ((nl = rest.indexOf("\n")) >= 0) {
+      yield rest.slice(0, nl);
+      rest = rest.slice(nl + 1);
+    }
+  }
+  if (rest !== "") yield rest;
+}
+
+Deno.test("4 processes sharing one KV file: all IDs unique, conflicts retried", async () => {
+  await using file = await tempKvFile();
+  const worker = new URL("./deno_kv_worker.ts", import.meta.url).pathname;
+  const PROCESSES = 4;
+  // maxStep 1: every ID is a reservation, so the four writers contend all the time.
+  const COUNT = 1000;
+  const children = Array.from({ length: PROCESSES }, () =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "--unstable-kv", "-A", worker, file.path, "shared", String(COUNT), "1"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn());
+  const outputs = children.map((c) => lines(c.stdout));
+  const stderrs = children.map((c) => new Response(c.stderr).text());
+  try {
+    // Start all producers together once each is ready.
+    for (const out of outputs) assert.equal((await out.next()).value, "ready");
+    for (const c of children) {
+      const w = c.stdin.getWriter();
+      await w.write(new TextEncoder().encode("go\n"));
+      await w.close();
+    }
+    const results: WorkerResult[] = [];
+    for (const out of outputs) {
+      const line = await out.next();
+      assert.ok(!line.done, "a producer printed no result");
+      results.push(JSON.parse(line.value));
+      for await (const _ of out) { /* drain */ }
+    }
+    const statuses = await Promise.all(children.map((c) => c.status));
+    const errors = await Promise.all(stderrs);
+    statuses.forEach((s, i) => assert.ok(s.success, `producer ${i} failed: ${errors[i]}`));
+
+    const all = new Set<number>();
+    for (const [i, r] of results.entries()) {
+      assert.equal(r.ids.length, COUNT);
+      assertStrictlyIncreasing(r.ids, `producer ${i}`);
+      for (const id of r.ids) all.add(id);
+    }
+    assert.equal(all.size, PROCESSES * COUNT, "no ID was handed out twice");
+    const conflicts = results.reduce((n, r) => n + r.store.conflicts, 0);
+    const reservations = results.reduce((n, r) => n + r.store.reservations, 0);
+    const busy = results.reduce((n, r) => n + r.store.busy, 0);
+    const exhausted = results.reduce((n, r) => n + r.store.exhausted, 0);
+    const maxAttempts = Math.max(...results.map((r) => r.store.maxAttempts));
+    // The counter holds at least every ID handed out; nothing was reserved twice.
+    const kv = await Deno.openKv(file.path);
+    try {
+      const counter = (await kv.get<Deno.KvU64>(["kvid", "shared"])).value?.value ?? 0n;
+      assert.ok(counter >= BigInt(Math.max(...all)), `counter ${counter}`);
+    } finally {
+      kv.close();
+    }
+    console.log(
+      `  ${PROCESSES} processes: ${reservations} reservations, ${conflicts} conflicts and ` +
+        `${busy} locked-database retries, max ${maxAttempts} attempts for one, ` +
+        `${exhausted} gave up (and were retried by the generator)`,
+    );
+    assert.ok(conflicts + busy > 0, "four writers on one counter contended");
+  } finally {
+    for (const c of children) {
+      try {
+        c.kill();
+      } catch { /* already exited */ }
+    }
+    await Promise.allSettled(children.map((c) => c.status));
+    // Cancel unread output so no pipe is left open.
+    await Promise.allSettled(outputs.map((out) => out.return(undefined)));
+    await Promise.allSettled(stderrs);
+  }
+});
