@@ -36,6 +36,10 @@
 import { KvIdError } from "./errors.ts";
 import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
 
+// Re-exported so this entry point documents itself (the same types as from "@kvid/core").
+export type { Reservation, ReserveOptions, Store };
+export type { IdRange } from "./segment_buffer.ts";
+
 /**
  * Where a {@linkcode DenoKvStore} gets its database: an open `Deno.Kv` (yours to close), a path
  * for `Deno.openKv(path)` (`":memory:"` for a throwaway one), or a function returning a
@@ -137,7 +141,11 @@ export class DenoKvStore implements Store, Disposable {
       );
     }
     const prefix = options.prefix ?? [];
-    if (!Array.isArray(prefix)) throw new TypeError("DenoKvStore option prefix must be an array");
+    if (!Array.isArray(prefix) || !prefix.every(isKeyPart)) {
+      throw new TypeError(
+        "DenoKvStore option prefix must be an array of KV key parts (string, number, bigint, boolean, Uint8Array)",
+      );
+    }
     const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 10_000) {
       throw new RangeError(
@@ -308,6 +316,11 @@ export class DenoKvStore implements Store, Disposable {
     }
     return new KvIdError("connection", `Deno KV failed: ${message}`, where);
   }
+}
+
+function isKeyPart(part: unknown): boolean {
+  return ["string", "number", "bigint", "boolean"].includes(typeof part) ||
+    part instanceof Uint8Array;
 }
 
 /** SQLite's "database is locked"/"busy": a local file shared by processes, under write load. */

@@ -290,6 +290,7 @@ Deno.test("constructor validation", () => {
   assert.throws(() => new DenoKvStore(":memory:", { maxAttempts: 0 }), RangeError);
   assert.throws(() => new DenoKvStore(":memory:", { maxBackoff: -1 }), RangeError);
   assert.throws(() => new DenoKvStore(":memory:", { prefix: "x" as unknown as [] }), TypeError);
+  assert.throws(() => new DenoKvStore(":memory:", { prefix: [{}] as unknown as [] }), TypeError);
 });
 
 interface WorkerResult {
@@ -317,7 +318,7 @@ Deno.test("4 processes sharing one KV file: all IDs unique, conflicts retried", 
   const worker = new URL("./deno_kv_worker.ts", import.meta.url).pathname;
   const PROCESSES = 4;
   // maxStep 1: every ID is a reservation, so the four writers contend all the time.
-  const COUNT = 1000;
+  const COUNT = 600;
   const children = Array.from({ length: PROCESSES }, () =>
     new Deno.Command(Deno.execPath(), {
       args: ["run", "--unstable-kv", "-A", worker, file.path, "shared", String(COUNT), "1"],

@@ -25,7 +25,8 @@ reader.releaseLock();
 using store = new DenoKvStore(file);
 const ids: number[] = [];
 {
-  await using id = new KvId(name, { store, minStep: 1, maxStep, segmentDuration: 60_000 });
+  // A long timeout: this checks uniqueness under contention, not latency on a loaded machine.
+  await using id = new KvId(name, { store, minStep: 1, maxStep, timeout: 30_000 });
   for (let i = 0; i < count; i++) ids.push(await id.next());
   const segments = id.stats().segments;
   console.log(JSON.stringify({ ids, store: store.stats(), segments }));
