@@ -1,0 +1,348 @@
+/**
+ * `deno task bench:report`: start one server (or use `KVID_BENCH_URL`), run the benches with
+ * `deno bench --json`, and write a markdown report: per-ID timings with the ratio to each
+ * group's baseline, the suites' own figures, and the targets of the bench issue, met or missed.
+ *
+ *     deno run -A bench/report.ts [--out=bench/RESULTS.md] [deno bench args, default bench/]
+ *
+ * Progress and the suites' figures are printed on stderr while it runs.
+ *
+ * @module
+ */
+
+import { startServer } from "../tests/server.ts";
+import { type Metric, serverKind, serverLabel } from "./_server.ts";
+
+/** One bench of `deno bench --json`. */
+interface JsonBench {
+  origin: string;
+  group: string | null;
+  name: string;
+  baseline: boolean;
+  results: ({ ok: BenchStats } | { failed: unknown })[];
+}
+
+/** The statistics `deno bench --json` gives per bench, in ns per iteration. */
+interface BenchStats {
+  n: number;
+  min: number;
+  max: number;
+  avg: number;
+  p75: number;
+  p99: number;
+}
+
+/** The whole `deno bench --json` document. */
+interface JsonReport {
+  runtime: string;
+  cpu: string;
+  benches: JsonBench[];
+}
+
+/** What the report needs besides the benches' output. */
+interface RunInfo {
+  date: Date;
+  server: string;
+  deno: string;
+  cpu: string;
+  cores: number;
+  loadBefore: string;
+  loadAfter: string;
+  seconds: number;
+  command: string;
+  exitCode: number;
+}
+
+if (import.meta.main) {
+  const args = Deno.args.filter((a) => !a.startsWith("--out="));
+  const out = Deno.args.find((a) => a.startsWith("--out="))?.slice(6) ??
+    new URL("./RESULTS.md", import.meta.url).pathname;
+  const targets = args.some((a) => !a.startsWith("-"))
+    ? args
+    : [...args, new URL("./", import.meta.url).pathname];
+  Deno.exitCode = await main(targets, out);
+}
+
+async function main(benchArgs: string[], out: string): Promise<number> {
+  const started = performance.now();
+  const date = new Date();
+  const loadBefore = await loadAverage();
+  const server = await startServer({ urlEnv: "KVID_BENCH_URL" });
+  try {
+    const external = server.kind === "external";
+    const label = serverLabel(
+      await serverKind(server.url),
+      server.version,
+      server.host,
+      server.port,
+      external,
+    );
+    console.error(`server: ${label}`);
+    const metricsFile = await Deno.makeTempFile({ prefix: "kvid-bench-metrics-" });
+    try {
+      const cmdArgs = ["bench", "-A", "--json", ...benchArgs];
+      console.error(`running: deno ${cmdArgs.join(" ")}`);
+      const child = new Deno.Command(Deno.execPath(), {
+        args: cmdArgs,
+        env: { KVID_BENCH_URL: server.url, KVID_BENCH_METRICS: metricsFile },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "inherit",
+      }).spawn();
+      const { code, stdout } = await child.output();
+      const json = parseBenchJson(new TextDecoder().decode(stdout));
+      const metrics = (await Deno.readTextFile(metricsFile)).split("\n").filter(Boolean).map(
+        (l) => JSON.parse(l) as Metric,
+      );
+      const info: RunInfo = {
+        date,
+        server: label.replace(/ \(started on [^)]*\)/, " (started by the bench)"),
+        deno: `${Deno.version.deno} (V8 ${Deno.version.v8}, ${json.runtime})`,
+        cpu: json.cpu || await cpuModel(),
+        cores: navigator.hardwareConcurrency,
+        loadBefore,
+        loadAfter: await loadAverage(),
+        seconds: (performance.now() - started) / 1000,
+        command: "deno task bench:report",
+        exitCode: code,
+      };
+      await Deno.writeTextFile(out, render(json, metrics, info));
+      console.error(`wrote ${out} (${Math.round(info.seconds)} s)`);
+      return code;
+    } finally {
+      await Deno.remove(metricsFile).catch(() => {});
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The JSON document in deno bench's stdout (skipping anything printed before it). */
+function parseBenchJson(stdout: string): JsonReport {
+  const start = stdout.search(/^\{/m);
+  if (start < 0) throw new Error(`no JSON in deno bench output:\n${stdout.slice(0, 2000)}`);
+  return JSON.parse(stdout.slice(start));
+}
+
+async function loadAverage(): Promise<string> {
+  try {
+    return (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "unknown";
+  }
+}
+
+async function cpuModel(): Promise<string> {
+  try {
+    const text = await Deno.readTextFile("/proc/cpuinfo");
+    return /^model name\s*:\s*(.*)$/m.exec(text)?.[1] ?? "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** IDs per iteration, from a group name such as `hot path (100,000 IDs per iteration)`. */
+function idsPerIteration(group: string | null): number | undefined {
+  const m = group && /\(([\d,]+) IDs per iteration/.exec(group);
+  return m ? Number(m[1].replaceAll(",", "")) : undefined;
+}
+
+function fmt(x: number, digits = 3): string {
+  if (!Number.isFinite(x)) return String(x);
+  if (Math.abs(x) >= 1000) return Math.round(x).toLocaleString("en-US");
+  return Number(x.toPrecision(digits)).toLocaleString("en-US", { maximumFractionDigits: 6 });
+}
+
+function duration(ns: number): string {
+  if (ns >= 1e9) return `${fmt(ns / 1e9)} s`;
+  if (ns >= 1e6) return `${fmt(ns / 1e6)} ms`;
+  if (ns >= 1e3) return `${fmt(ns / 1e3)} µs`;
+  return `${fmt(ns)} ns`;
+}
+
+function cell(v: unknown): string {
+  if (typeof v === "number") return fmt(v, 4);
+  return String(v).replaceAll("|", "\\|");
+}
+
+function stats(b: JsonBench): BenchStats | undefined {
+  const r = b.results[0];
+  return r && "ok" in r ? r.ok : undefined;
+}
+
+/** The markdown report. */
+export function render(json: JsonReport, metrics: Metric[], info: RunInfo): string {
+  const lines: string[] = [];
+  const push = (...l: string[]) => lines.push(...l);
+  push(
+    "# @kvid/core benchmarks",
+    "",
+    `Generated by \`${info.command}\` on ${
+      info.date.toISOString().slice(0, 16).replace("T", " ")
+    } UTC` +
+      ` in ${Math.round(info.seconds)} s${
+        info.exitCode === 0 ? "" : ` (deno bench exited with ${info.exitCode})`
+      }.`,
+    "",
+    "| | |",
+    "| --- | --- |",
+    `| Server | ${info.server} |`,
+    `| Deno | ${info.deno} |`,
+    `| CPU | ${info.cpu}, ${info.cores} cores |`,
+    `| Load average (1, 5, 15 min) | before ${info.loadBefore}; after ${info.loadAfter} |`,
+    "",
+  );
+
+  push("## Targets", "", ...targets(json, metrics), "");
+
+  push(
+    "## Timings",
+    "",
+    "Per ID where a group takes a fixed number of IDs per iteration (time/iter divided by it), " +
+      "else per iteration. Ratio: time relative to the group's baseline (lower is faster).",
+    "",
+  );
+  const groups = new Map<string, JsonBench[]>();
+  for (const b of json.benches) {
+    const key = `${b.origin}\0${b.group ?? ""}`;
+    groups.set(key, [...groups.get(key) ?? [], b]);
+  }
+  for (const [key, benches] of groups) {
+    const [origin, group] = key.split("\0");
+    const file = origin.slice(origin.lastIndexOf("/") + 1);
+    const per = idsPerIteration(group);
+    const base = benches.find((b) => b.baseline);
+    const baseAvg = base && stats(base)?.avg;
+    push(`### ${group || "(no group)"}`, "", `\`${file}\``, "");
+    push(
+      per
+        ? "| Benchmark | ns/ID (avg) | ns/ID (min) | IDs/s | Ratio | Iterations |"
+        : "| Benchmark | time/iter (avg) | time/iter (min) | iter/s | Ratio | Iterations |",
+      "| --- | ---: | ---: | ---: | ---: | ---: |",
+    );
+    for (const b of benches) {
+      const s = stats(b);
+      const name = b.baseline ? `${b.name} (baseline)` : b.name;
+      if (!s) {
+        push(`| ${cell(name)} | failed | | | | |`);
+        continue;
+      }
+      const ratio = baseAvg ? `${fmt(s.avg / baseAvg)}x` : "";
+      if (per) {
+        push(
+          `| ${cell(name)} | ${fmt(s.avg / per)} | ${fmt(s.min / per)} | ${
+            fmt(1e9 * per / s.avg)
+          } | ${ratio} | ${s.n} |`,
+        );
+      } else {
+        push(
+          `| ${cell(name)} | ${duration(s.avg)} | ${duration(s.min)} | ${
+            fmt(1e9 / s.avg)
+          } | ${ratio} | ${s.n} |`,
+        );
+      }
+    }
+    push("");
+  }
+
+  push("## Suite figures", "");
+  const suites = new Map<string, Metric[]>();
+  for (const m of metrics) suites.set(m.suite, [...suites.get(m.suite) ?? [], m]);
+  for (const [suite, ms] of suites) {
+    push(`### ${suite}`, "");
+    const columns = [...new Set(ms.flatMap((m) => Object.keys(m.values)))];
+    push(
+      `| | ${columns.map(cell).join(" | ")} |`,
+      `| --- |${columns.map(() => " ---: |").join("")}`,
+    );
+    for (const m of ms) {
+      push(`| ${cell(m.name)} | ${columns.map((c) => cell(m.values[c] ?? "")).join(" | ")} |`);
+    }
+    push("");
+  }
+  return lines.join("\n");
+}
+
+/** The targets of the bench issue, as a table of measured figures. */
+function targets(json: JsonReport, metrics: Metric[]): string[] {
+  const find = (group: RegExp, name: RegExp) =>
+    json.benches.find((b) => group.test(b.group ?? "") && name.test(b.name));
+  const metricOf = (suite: string, name: RegExp) =>
+    metrics.find((m) => m.suite === suite && name.test(m.name))?.values;
+  const rows: string[] = [
+    "| Target | Measured | Met |",
+    "| --- | --- | :---: |",
+  ];
+  const row = (target: string, measured: string | undefined, met: boolean | undefined) =>
+    rows.push(
+      `| ${target} | ${measured ?? "not run"} | ${
+        met === undefined ? "-" : met ? "yes" : "**MISSED**"
+      } |`,
+    );
+
+  const hot = /^hot path/;
+  const per = (b: JsonBench | undefined) => {
+    const s = b && stats(b);
+    const n = b && idsPerIteration(b.group);
+    return s && n ? s.avg / n : undefined;
+  };
+  const bare = per(find(hot, /bare async/));
+  const next = per(find(hot, /kvid\.next\(\) \(number\)/));
+  const bigNext = per(find(hot, /kvid\.next\(\) \(bigint\)/));
+  const uuid = per(find(hot, /randomUUID/));
+  const batch = per(find(hot, /nextBatch\(10_000\)/));
+  if (bare && next) {
+    row(
+      "Hot path: `next()` per ID <= 1.5x the bare async baseline",
+      `${fmt(next)} ns vs ${fmt(bare)} ns: ${fmt(next / bare)}x` +
+        (bigNext ? ` (bigint mode ${fmt(bigNext)} ns: ${fmt(bigNext / bare)}x)` : ""),
+      next <= 1.5 * bare,
+    );
+  } else row("Hot path: `next()` per ID <= 1.5x the bare async baseline", undefined, undefined);
+  if (next && uuid) {
+    row(
+      "Hot path: `next()` faster than `crypto.randomUUID()`",
+      `${fmt(next)} ns vs ${fmt(uuid)} ns`,
+      next < uuid,
+    );
+  } else row("Hot path: `next()` faster than `crypto.randomUUID()`", undefined, undefined);
+  row(
+    "Hot path: `nextBatch(10_000)` <= 10 ns per ID",
+    batch === undefined ? undefined : `${fmt(batch)} ns per ID (${fmt(1e9 / batch)} IDs/s)`,
+    batch === undefined ? undefined : batch <= 10,
+  );
+
+  const paced = metricOf("round trips", /paced/);
+  const incr = metricOf("round trips", /^INCR per ID/);
+  if (paced && incr) {
+    const kvid = Number(paced["server commands per 1M IDs"]);
+    const incrPer = Number(incr["server commands per 1M IDs"]);
+    const fewer = kvid > 0 ? incrPer / kvid : Infinity;
+    row(
+      "Round trips: >= 1,000x fewer server commands per ID than per-ID INCR at 100k IDs/s",
+      `${fmt(kvid)} commands per 1M IDs (incl. inside scripts; ${
+        fmt(Number(paced["round trips per 1M IDs"]))
+      } round trips) over ${fmt(Number(paced.ids))} IDs from a cold start, vs ${
+        fmt(incrPer)
+      } for INCR: ${fmt(fewer)}x fewer`,
+      fewer >= 1000,
+    );
+  } else {
+    row("Round trips: >= 1,000x fewer server commands per ID than INCR", undefined, undefined);
+  }
+
+  const on = metricOf("boundaries", /prefetch on/);
+  row(
+    "Boundaries: zero stalls after warm-up with prefetch on",
+    on && `${on.stalls} stalls over ${on.boundaries} boundaries (${on.calls} calls)`,
+    on && on.stalls === 0,
+  );
+  row(
+    "Boundaries: p99.9 with prefetch on <= 2x its p50",
+    on && `p50 ${on["p50 µs"]} µs, p99.9 ${on["p99.9 µs"]} µs: ${on["p99.9 / p50"]}x`,
+    on && Number(on["p99.9 / p50"]) <= 2,
+  );
+  return rows;
+}
