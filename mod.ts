@@ -31,6 +31,7 @@ export {
 } from "./src/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/configure.ts";
 export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
+export { InterleavedStore, type InterleavedStoreOptions } from "./src/interleaved_store.ts";
 export {
   KvId,
   type KvIdConstructor,

@@ -7,6 +7,7 @@
 import { defaultRedis } from "./configure.ts";
 import { describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
+import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
 import {
   checkRedisSource,
   type RedisSource,
@@ -22,9 +23,18 @@ import { StepSizer } from "./step.ts";
 export interface KvIdOptions {
   /**
    * The Redis client, or a function returning one (called on the first reservation and shared).
+   * An array of them: independent servers that interleave blocks of IDs (see `block`).
    * Default: the one given to {@linkcode configure}.
    */
-  redis?: RedisSource;
+  redis?: RedisSource | RedisSource[];
+  /**
+   * With several servers in `redis`: IDs per block. IDs are cut in blocks of this size and
+   * server `i` of N only issues blocks whose index is `i` modulo N, so the servers never share
+   * an ID (see {@linkcode InterleavedStore}). A reservation takes whole blocks. N, `block` and
+   * the servers' order are stored with the counter on each server on first use and must not
+   * change. Default 1,000.
+   */
+  block?: number;
   /** A custom store instead of `redis` (advanced: tests, other backends). */
   store?: Store;
   /** The hash holding the counters. Default `"kvid"`. */
@@ -164,6 +174,7 @@ export interface KvIdConstructor {
 
 const OPTION_NAMES = new Set([
   "redis",
+  "block",
   "store",
   "key",
   "minStep",
@@ -232,6 +243,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     }
     for (const k of Object.keys(options)) {
       if (!OPTION_NAMES.has(k)) throw new TypeError(`KvId: unknown option ${JSON.stringify(k)}`);
+      // `??` below would take null for "the default": a wrong type, said so by name.
+      if ((options as Record<string, unknown>)[k] === null) {
+        throw new TypeError(`KvId option ${k} must not be null (leave it out for the default)`);
+      }
     }
     const key = options.key ?? "kvid";
     checkName("key", key);
@@ -257,7 +272,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
-    if (options.redis !== undefined) checkRedisSource("KvId option redis", options.redis);
+    if (Array.isArray(options.redis)) {
+      if (options.redis.length === 0 || options.redis.length > MAX_SERVERS) {
+        throw new RangeError(`KvId option redis must list 1 to ${MAX_SERVERS} servers`);
+      }
+      options.redis.forEach((r, i) => checkRedisSource(`KvId option redis[${i}]`, r));
+      if (new Set(options.redis).size !== options.redis.length) {
+        throw new TypeError("KvId option redis lists the same client twice");
+      }
+    } else if (options.redis !== undefined) {
+      checkRedisSource("KvId option redis", options.redis);
+    }
+    if (options.block !== undefined) {
+      checkInteger("block", options.block, 1, Number.MAX_SAFE_INTEGER);
+      if (!Array.isArray(options.redis)) {
+        throw new TypeError("KvId option block needs several servers in the redis option");
+      }
+    }
     if (options.store !== undefined) {
       if (options.redis !== undefined) {
         throw new TypeError("KvId: give either the redis option or the store option, not both");
@@ -503,9 +534,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       this.#sizer.reserved(this.#clock());
+      // A range starting at or below the mark: the counter went back, even if part of the
+      // range is still above the mark (without guard nothing raised it).
+      const below = floor > 0n && reply.ranges.length > 0 && reply.ranges[0].first <= floor;
       const added = this.#buf.add(reply.ranges);
       const last = reply.ranges.at(-1)?.last ?? 0n;
-      if (reply.raised || added === "rollback") {
+      if (reply.raised || below || added === "rollback") {
         this.#rollbacks++;
         this.dispatchEvent(
           new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last } }),
@@ -521,7 +555,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#failures++;
       this.#failuresInRow++;
       this.#lastError = error;
-      this.#retryAt = performance.now() + backoff(this.#failuresInRow);
+      this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);
       // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
     } finally {
@@ -537,6 +571,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         "no Redis client: pass { redis } to new KvId() or call configure({ redis })",
         { key: this.key, field: this.name },
       );
+    }
+    if (Array.isArray(redis)) {
+      return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
     }
     return storeFor(redis);
   }
@@ -599,8 +636,9 @@ function isTransient(code: KvIdErrorCode): boolean {
 }
 
 /** Exponential backoff with jitter: half fixed, half random. */
-function backoff(failures: number): number {
-  const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 16));
+function backoff(failures: number, cap: number): number {
+  // Capped by half the timeout, so a caller waiting `timeout` sees at least one retry.
+  const ms = Math.min(BACKOFF_MAX_MS, cap, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 16));
   return ms / 2 + Math.random() * ms / 2;
 }
 
