@@ -1,0 +1,852 @@
+/**
+ * {@linkcode DailyId}: date-prefixed serial numbers (`yyyymmdd` then a per-day sequence), on the
+ * segment engine of {@linkcode KvId}.
+ *
+ * @module
+ */
+
+import { defaultRedis } from "./configure.ts";
+import { describe } from "./describe.ts";
+import { KvIdError } from "./errors.ts";
+import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
+import {
+  checkRedisSource,
+  type RedisClient,
+  type RedisSource,
+  resolveRedis,
+  type Store,
+  toKvIdError,
+} from "./redis_store.ts";
+
+/** How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`. */
+export type DailyIdFormat = "number" | "bigint" | "string";
+
+/** Options of {@linkcode DailyId}. Every one is optional and validated at construction. */
+export interface DailyIdOptions {
+  /**
+   * The Redis client, or a function returning one (called on first use and shared).
+   * Default: the one given to {@linkcode configure}.
+   */
+  redis?: RedisSource;
+  /** A custom store instead of `redis` (advanced; {@linkcode DailyId.cleanup} then needs `redis`). */
+  store?: Store;
+  /** The hash holding one counter per day, in fields named `yyyymmdd`. Default `"kvid:daily:<name>"`. */
+  key?: string;
+  /**
+   * Digits of the per-day sequence: IDs are `yyyymmdd * 10^digits + seq`, seq from 1 to
+   * `10^digits - 1`. Default 6 (999,999 IDs a day). At most 7 with the `number` format (so IDs
+   * stay within `Number.MAX_SAFE_INTEGER` up to year 9999), at most 10 with `bigint` and
+   * `string` (so they fit a signed 64-bit integer).
+   */
+  digits?: number;
+  /**
+   * The IANA time zone whose calendar days the IDs are dated by, e.g. `"Asia/Shanghai"`.
+   * Default `"UTC"`. Every process issuing IDs of one name should use the same zone.
+   */
+  timeZone?: string;
+  /** `"number"` (default), `"bigint"`, or `"string"` (the decimal digits, seq zero-padded). */
+  format?: DailyIdFormat;
+  /**
+   * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
+   * in the background whenever this generator starts a day; at least 1. Default: never.
+   */
+  keepDays?: number;
+  /**
+   * Wall clock in epoch ms, read on every call to date IDs (and by the step sizing). Default
+   * `Date.now`; inject one in tests.
+   */
+  clock?: () => number;
+  /** Smallest and first step of each day (IDs per reservation). Default 1. */
+  minStep?: number;
+  /**
+   * Largest step, capped at `10^digits - 1`. Default `10^(digits - 3)` (at least 1), a
+   * thousandth of a day's serials, so a restart or a midnight drops few of them.
+   */
+  maxStep?: number;
+  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000. */
+  segmentDuration?: number;
+  /** Fraction of a segment left when the next one is reserved; 0: no prefetch. Default 0.2. */
+  prefetchAt?: number;
+  /** How long, in ms, a call waits for a reservation before it rejects. Default 5,000. */
+  timeout?: number;
+  /** Send the highest reserved seq as a floor with each reservation (see KvId). Default true. */
+  guard?: boolean;
+  /** How far past the floor a counter found below it is raised. Default 0. */
+  rollbackMargin?: number;
+}
+
+/** A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}. */
+export interface DailyIdStats {
+  /** The generator's name. */
+  name: string;
+  /** The hash holding the per-day counters. */
+  key: string;
+  /** The time zone days are counted in. */
+  timeZone: string;
+  /** Digits of the per-day sequence. */
+  digits: number;
+  /** The day IDs are being issued for (`yyyymmdd`), undefined before the first call. */
+  day: string | undefined;
+  /** When that day ends (epoch ms of the next local midnight); undefined before the first call. */
+  dayEndsAt: number | undefined;
+  /** True when the day's serials are used up: calls reject with `"overflow"` until it ends. */
+  full: boolean;
+  /** Days this generator has started. */
+  days: number;
+  /** The state of the day's counter generator; undefined before the first call. */
+  counter: KvIdStats | undefined;
+}
+
+/** The detail of a `"rollback"` event of {@linkcode DailyId}. */
+export interface DailyRollbackDetail extends RollbackDetail {
+  /** The day (`yyyymmdd`) whose counter was found below its floor. */
+  day: string;
+}
+
+/** The detail of a `"cleanup"` event of {@linkcode DailyId} (automatic cleanup, `keepDays`). */
+export interface DailyCleanupDetail {
+  /** Fields of days before this one (`yyyymmdd`) were deleted. */
+  before: string;
+  /** How many were deleted; undefined when the cleanup failed. */
+  deleted: number | undefined;
+  /** Why the cleanup failed, if it did. */
+  error: KvIdError | undefined;
+}
+
+/** A serial number taken apart by {@linkcode DailyId.parse}. */
+export interface DailySerial {
+  /** The day, `yyyymmdd`. */
+  day: string;
+  /** The sequence number within the day, from 1. */
+  seq: number;
+}
+
+/**
+ * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
+ * `yyyymmdd * 10^digits + seq`, seq restarting at 1 each day in the configured time zone.
+ *
+ * One counter per day, a field `yyyymmdd` of the hash `kvid:daily:<name>`, reserved in segments
+ * like {@linkcode KvId} (one `HINCRBY` per segment, prefetch, dynamic step); the first use of a
+ * day creates its field with that same call. The day comes from the process clock: at the local
+ * midnight, IDs buffered for the previous day are dropped, never issued with yesterday's date.
+ *
+ * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
+ * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
+ *
+ * @example Order numbers in Shanghai time
+ * ```ts ignore
+ * import { DailyId } from "jsr:@kvid/core";
+ * import { connect } from "jsr:@db/redis";
+ *
+ * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
+ * export const ORDER_NO = new DailyId("order", { redis, timeZone: "Asia/Shanghai" });
+ * const no: number = await ORDER_NO.next(); // 20261130000001, 20261130000002, ...
+ * console.log(ORDER_NO.parse(no)); // { day: "20261130", seq: 1 }
+ * await ORDER_NO.close();
+ * redis.close();
+ * ```
+ *
+ * @typeParam T `number` by default; `bigint` or `string` with the `format` option.
+ */
+export interface DailyId<T extends number | bigint | string = number> extends EventTarget {
+  /** The generator's name. */
+  readonly name: string;
+  /** The hash holding the per-day counters. */
+  readonly key: string;
+  /** Digits of the per-day sequence. */
+  readonly digits: number;
+  /** The canonical name of the time zone days are counted in. */
+  readonly timeZone: string;
+  /** How IDs are handed out. */
+  readonly format: DailyIdFormat;
+  /**
+   * The next ID of today. Resolves without I/O while IDs are buffered; otherwise waits for a
+   * reservation, at most `timeout` ms. Rejects with a {@linkcode KvIdError}: `"overflow"` when
+   * today's serials are used up, `"timeout"`, `"closed"`, ...
+   */
+  next(): Promise<T>;
+  /** `count` IDs of one day, increasing, with one await and few round trips. */
+  nextBatch(count: number): Promise<T[]>;
+  /**
+   * Take an ID of this generator's shape apart. Throws a RangeError if it does not have
+   * `8 + digits` decimal digits.
+   */
+  parse(id: number | bigint | string): DailySerial;
+  /**
+   * Delete the counters of days more than `keepDays` days old (today is 0 days old, by this
+   * generator's clock and zone); `keepDays` is at least 1, so a process whose clock lags
+   * never finds its day gone (which would restart its seq and repeat IDs). Fields that are
+   * not `yyyymmdd` dates are left alone. Resolves to how many fields were deleted.
+   */
+  cleanup(options: { keepDays: number }): Promise<number>;
+  /** A snapshot of the generator's state. */
+  stats(): DailyIdStats;
+  /**
+   * Stop: pending and later calls reject with a `"closed"` {@linkcode KvIdError}; waits for
+   * in-flight reservations and cleanups. The Redis client is the caller's to close.
+   */
+  close(): Promise<void>;
+  /** Same as {@linkcode DailyId.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** The constructor of {@linkcode DailyId}. */
+export interface DailyIdConstructor {
+  /**
+   * A generator of `bigint` IDs.
+   *
+   * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
+   * @param options See {@linkcode DailyIdOptions}.
+   */
+  new (name: string, options: DailyIdOptions & { format: "bigint" }): DailyId<bigint>;
+  /**
+   * A generator of string IDs, `yyyymmdd` then seq zero-padded to `digits`.
+   *
+   * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
+   * @param options See {@linkcode DailyIdOptions}.
+   */
+  new (name: string, options: DailyIdOptions & { format: "string" }): DailyId<string>;
+  /**
+   * A generator of `number` IDs.
+   *
+   * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
+   * @param options See {@linkcode DailyIdOptions}.
+   */
+  new (name: string, options?: DailyIdOptions & { format?: "number" }): DailyId<number>;
+  /** The prototype. */
+  readonly prototype: DailyId<number | bigint | string>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calendar days in an IANA time zone
+
+/** A calendar day. */
+export interface Day {
+  /** Year, 1000 to 9999. */
+  year: number;
+  /** Month, 1 to 12. */
+  month: number;
+  /** Day of the month, 1 to 31. */
+  day: number;
+  /** `yyyymmdd` as a number. */
+  ymd: number;
+  /** `yyyymmdd`. */
+  text: string;
+}
+
+/** The earliest and latest clock readings accepted: 4-digit years in every zone. */
+export const MIN_EPOCH_MS: number = Date.UTC(1000, 0, 2);
+/** See {@linkcode MIN_EPOCH_MS}. */
+export const MAX_EPOCH_MS: number = Date.UTC(9999, 11, 30);
+const DAY_MS = 86_400_000;
+
+/** Make a {@linkcode Day} from its parts. */
+export function makeDay(year: number, month: number, day: number): Day {
+  const ymd = year * 10_000 + month * 100 + day;
+  return { year, month, day, ymd, text: String(ymd) };
+}
+
+/** The day `n` days after `day` (before, if negative), by the Gregorian calendar. */
+export function addDays(day: Day, n: number): Day {
+  const d = new Date(Date.UTC(day.year, day.month - 1, day.day + n));
+  return makeDay(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate());
+}
+
+/**
+ * Local calendar days of one IANA time zone, from `Intl.DateTimeFormat`. Only the day
+ * boundaries are computed here; the hot path compares the clock with a precomputed instant.
+ */
+export class ZonedDays {
+  /** The canonical zone name. */
+  readonly timeZone: string;
+  readonly #fmt: Intl.DateTimeFormat;
+
+  /** @param timeZone An IANA zone name (or an offset like `"+08:00"`); RangeError if unknown. */
+  constructor(timeZone: string) {
+    this.#fmt = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      calendar: "gregory",
+      numberingSystem: "latn",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+      hourCycle: "h23",
+    });
+    this.timeZone = this.#fmt.resolvedOptions().timeZone;
+  }
+
+  /** The local day at epoch ms `t`. */
+  dayAt(t: number): Day {
+    const p = this.#parts(t);
+    return makeDay(p[0], p[1], p[2]);
+  }
+
+  /**
+   * The first instant at or after `from` when the local date is past `day`: the next local
+   * midnight, or the end of a DST jump that skips it. `from` must be before that instant.
+   */
+  endOf(day: Day, from: number): number {
+    const target = Date.UTC(day.year, day.month - 1, day.day + 1); // next midnight, wall time
+    let x = from;
+    let offset = this.#offset(x);
+    // Offsets change rarely (DST, zone history): each round handles one change before midnight.
+    for (let round = 0; round < 16; round++) {
+      const guess = target - offset; // when the wall clock reaches midnight if the offset holds
+      if (guess <= x) return x;
+      if (this.#offset(guess) === offset) return guess;
+      // The offset changes in (x, guess]: find the first instant of the new one.
+      let lo = x;
+      let hi = guess;
+      while (hi - lo > 1) {
+        const mid = lo + Math.floor((hi - lo) / 2);
+        if (this.#offset(mid) === offset) lo = mid;
+        else hi = mid;
+      }
+      x = hi;
+      offset = this.#offset(x);
+      if (x + offset >= target) return x; // the jump skipped midnight: the day starts here
+    }
+    return x + DAY_MS; // unreachable with real zone data; a later call recomputes
+  }
+
+  /** Wall-clock time minus UTC, in ms, at `t`. */
+  #offset(t: number): number {
+    const p = this.#parts(t);
+    const ms = ((t % 1000) + 1000) % 1000;
+    return Date.UTC(p[0], p[1] - 1, p[2], p[3] % 24, p[4], p[5]) + ms - t;
+  }
+
+  /** [year, month, day, hour, minute, second] local at `t`. */
+  #parts(t: number): number[] {
+    const out = [0, 0, 0, 0, 0, 0];
+    for (const { type, value } of this.#fmt.formatToParts(t)) {
+      const i = PART_INDEX[type];
+      if (i !== undefined) out[i] = Number(value);
+    }
+    return out;
+  }
+}
+
+const PART_INDEX: Record<string, number | undefined> = {
+  year: 0,
+  month: 1,
+  day: 2,
+  hour: 3,
+  minute: 4,
+  second: 5,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Limits
+
+/** The largest `digits` such that every ID up to 9999-12-31 stays within `limit`. */
+function maxDigitsWithin(limit: bigint): number {
+  let d = 0;
+  while (99991231n * 10n ** BigInt(d + 1) + 10n ** BigInt(d + 1) - 1n <= limit) d++;
+  return d;
+}
+
+/** The largest `digits` of each format: 7 for `number`, 10 for `bigint` and `string`. */
+export const MAX_DIGITS: Readonly<Record<DailyIdFormat, number>> = Object.freeze({
+  number: maxDigitsWithin(BigInt(Number.MAX_SAFE_INTEGER)),
+  bigint: maxDigitsWithin(2n ** 63n - 1n),
+  string: maxDigitsWithin(2n ** 63n - 1n),
+});
+
+const MIN_KEEP_DAYS = 1;
+const MAX_KEEP_DAYS = 100_000;
+const MAX_BATCH = 10_000_000;
+/** Beyond `timeout`, how long the event loop may stall and a waiting call still be rechecked. */
+const RECHECK_SLACK_MS = 60_000;
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup
+
+// Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
+// strings); other fields are left alone. Returns how many were deleted.
+const CLEANUP_SCRIPT = `local n = 0
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1] then
+    redis.call('HDEL', KEYS[1], f)
+    n = n + 1
+  end
+end
+return n`;
+
+let cleanupSha: Promise<string> | undefined;
+function cleanupScriptSha(): Promise<string> {
+  cleanupSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(CLEANUP_SCRIPT)).then(
+    (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
+  );
+  return cleanupSha;
+}
+
+const DATE_FIELD = /^\d{8}$/;
+
+/**
+ * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
+ * script). A server without scripting gets `HKEYS` then `HDEL` through `sendCommand`.
+ * Resolves to how many were deleted.
+ */
+export async function deleteDaysBefore(
+  client: RedisClient,
+  key: string,
+  before: string,
+): Promise<number> {
+  if (!DATE_FIELD.test(before)) throw new RangeError(`not a yyyymmdd day: ${describe(before)}`);
+  const field = `<${before}`;
+  try {
+    let reply: unknown;
+    try {
+      try {
+        reply = await client.evalsha(await cleanupScriptSha(), [key], [before]);
+      } catch (err) {
+        if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
+        reply = await client.eval(CLEANUP_SCRIPT, [key], [before]);
+      }
+    } catch (err) {
+      const noScripting = /unknown command|not supported|scripting/i.test(errorMessage(err));
+      if (!noScripting || client.sendCommand === undefined) throw err;
+      const fields = await client.sendCommand("HKEYS", [key]);
+      const old = (Array.isArray(fields) ? fields : []).map(String).filter((f) =>
+        DATE_FIELD.test(f) && f < before
+      );
+      reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
+    }
+    const n = Number(reply);
+    if (!Number.isSafeInteger(n)) throw new Error(`unexpected cleanup reply ${String(reply)}`);
+    return n;
+  } catch (err) {
+    throw toKvIdError(err, key, field);
+  }
+}
+
+/**
+ * The first day kept by a cleanup with `keepDays` when today is `today`: days before it are
+ * more than `keepDays` days old.
+ */
+export function keepFrom(today: Day, keepDays: number): Day {
+  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  return addDays(today, -keepDays);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generator
+
+const OPTION_NAMES = new Set([
+  "redis",
+  "store",
+  "key",
+  "digits",
+  "timeZone",
+  "format",
+  "keepDays",
+  "clock",
+  "minStep",
+  "maxStep",
+  "segmentDuration",
+  "prefetchAt",
+  "timeout",
+  "guard",
+  "rollbackMargin",
+]);
+const PASSED_TO_KVID = [
+  "redis",
+  "store",
+  "segmentDuration",
+  "prefetchAt",
+  "timeout",
+  "guard",
+  "rollbackMargin",
+  "clock",
+] as const;
+const FORMAT_CODE = { number: 0, bigint: 1, string: 2 } as const;
+
+class DailyIdImpl<T extends number | bigint | string> extends EventTarget implements DailyId<T> {
+  readonly name: string;
+  readonly key: string;
+  readonly digits: number;
+  readonly timeZone: string;
+  readonly format: DailyIdFormat;
+  readonly #fmt: 0 | 1 | 2;
+  readonly #zone: ZonedDays;
+  readonly #clock: () => number;
+  readonly #inner: KvIdOptions & { bigint?: false };
+  readonly #redis: RedisSource | undefined;
+  readonly #hasStore: boolean;
+  readonly #maxSeq: number;
+  readonly #keepDays: number | undefined;
+  readonly #recheckMargin: number;
+
+  #gen: KvId<number> | undefined;
+  #day: Day | undefined;
+  #end = -Infinity; // epoch ms when #day ends; the hot path compares the clock with it
+  // From this instant on, a call may still be waiting when the day ends (it waits at most
+  // `timeout`): its result is checked against the clock again. Before it, one read is enough.
+  #recheckFrom = -Infinity;
+  #base = 0;
+  #baseBig = 0n;
+  #full = false;
+  #closed = false;
+  #days = 0;
+  readonly #pending = new Set<Promise<unknown>>();
+
+  constructor(name: string, options: DailyIdOptions = {}) {
+    super();
+    if (typeof name !== "string" || name.length === 0 || !name.isWellFormed()) {
+      throw new TypeError(`DailyId name must be a non-empty string, got ${describe(name)}`);
+    }
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(`DailyId options must be an object, got ${describe(options)}`);
+    }
+    for (const k of Object.keys(options)) {
+      if (k === "bigint") {
+        throw new TypeError('DailyId has no bigint option: use { format: "bigint" }');
+      }
+      if (!OPTION_NAMES.has(k)) {
+        throw new TypeError(`DailyId: unknown option ${JSON.stringify(k)}`);
+      }
+    }
+    const format = options.format ?? "number";
+    if (!Object.hasOwn(FORMAT_CODE, format)) {
+      throw new TypeError(
+        `DailyId option format must be "number", "bigint" or "string", got ${describe(format)}`,
+      );
+    }
+    const digits = options.digits ?? 6;
+    checkInteger("digits", digits, 1, MAX_DIGITS[format]);
+    const timeZone = options.timeZone ?? "UTC";
+    if (typeof timeZone !== "string") {
+      throw new TypeError(`DailyId option timeZone must be a string, got ${describe(timeZone)}`);
+    }
+    let zone: ZonedDays;
+    try {
+      zone = new ZonedDays(timeZone);
+    } catch (cause) {
+      throw new RangeError(
+        `DailyId option timeZone: unknown time zone ${JSON.stringify(timeZone)}`,
+        { cause },
+      );
+    }
+    if (options.keepDays !== undefined) {
+      checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+    }
+    if (options.clock !== undefined && typeof options.clock !== "function") {
+      throw new TypeError(
+        `DailyId option clock must be a function, got ${describe(options.clock)}`,
+      );
+    }
+    if (options.redis !== undefined) checkRedisSource("DailyId option redis", options.redis);
+
+    const maxSeq = 10 ** digits - 1;
+    const minStep = options.minStep ?? 1;
+    checkInteger("minStep", minStep, 1, maxSeq);
+    const maxStep = options.maxStep ?? Math.max(minStep, 10 ** Math.max(0, digits - 3));
+    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+
+    const inner: KvIdOptions & { bigint?: false } = {
+      key: options.key ?? `kvid:daily:${name}`,
+      minStep,
+      maxStep: Math.min(maxStep, maxSeq),
+    };
+    for (const k of PASSED_TO_KVID) {
+      if (options[k] !== undefined) (inner as Record<string, unknown>)[k] = options[k];
+    }
+    // Validates the engine's options (and the key) now rather than on the first call.
+    new KvId("00000000", inner);
+
+    this.name = name;
+    this.key = inner.key!;
+    this.digits = digits;
+    this.timeZone = zone.timeZone;
+    this.format = format;
+    this.#fmt = FORMAT_CODE[format];
+    this.#zone = zone;
+    this.#clock = options.clock ?? Date.now;
+    this.#inner = inner;
+    this.#redis = options.redis;
+    this.#hasStore = options.store !== undefined;
+    this.#maxSeq = maxSeq;
+    this.#keepDays = options.keepDays;
+    this.#recheckMargin = (options.timeout ?? 5_000) + RECHECK_SLACK_MS;
+  }
+
+  // The hot path: one clock read against the precomputed end of the day, then the engine's.
+  async next(): Promise<T> {
+    for (;;) {
+      if (this.#closed) throw this.#closedError();
+      const now = this.#clock();
+      if (!(now < this.#end)) this.#roll(); // NaN too
+      if (this.#full) throw this.#overflowError();
+      const gen = this.#gen!;
+      let seq: number;
+      try {
+        seq = await gen.next();
+      } catch (err) {
+        if (this.#superseded(gen, err)) continue;
+        throw err;
+      }
+      // The day ended while the call waited: that seq is dated yesterday, drop it.
+      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {
+        continue;
+      }
+      if (seq > this.#maxSeq) {
+        this.#fill();
+        throw this.#overflowError();
+      }
+      switch (this.#fmt) {
+        case 0:
+          return (this.#base + seq) as T;
+        case 1:
+          return (this.#baseBig + BigInt(seq)) as T;
+        default:
+          return (this.#day!.text + String(seq).padStart(this.digits, "0")) as T;
+      }
+    }
+  }
+
+  async nextBatch(count: number): Promise<T[]> {
+    checkInteger("nextBatch count", count, 0, MAX_BATCH, "DailyId");
+    for (;;) {
+      if (this.#closed) throw this.#closedError();
+      const now = this.#clock();
+      if (!(now < this.#end)) this.#roll(); // NaN too
+      if (this.#full) throw this.#overflowError();
+      const gen = this.#gen!;
+      let seqs: number[];
+      try {
+        seqs = await gen.nextBatch(count);
+      } catch (err) {
+        if (this.#superseded(gen, err)) continue;
+        throw err;
+      }
+      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {
+        continue;
+      }
+      if (count > 0 && seqs[count - 1] > this.#maxSeq) {
+        this.#fill();
+        throw this.#overflowError();
+      }
+      // Rewrite in place: one array per batch.
+      const out = seqs as unknown as T[];
+      if (this.#fmt === 0) {
+        const base = this.#base;
+        for (let i = 0; i < count; i++) out[i] = (base + seqs[i]) as T;
+      } else if (this.#fmt === 1) {
+        const base = this.#baseBig;
+        for (let i = 0; i < count; i++) out[i] = (base + BigInt(seqs[i])) as T;
+      } else {
+        const prefix = this.#day!.text;
+        for (let i = 0; i < count; i++) {
+          out[i] = (prefix + String(seqs[i]).padStart(this.digits, "0")) as T;
+        }
+      }
+      return out;
+    }
+  }
+
+  parse(id: number | bigint | string): DailySerial {
+    const text = typeof id === "string" ? id : String(id);
+    const len = 8 + this.digits;
+    if (
+      (typeof id !== "string" && typeof id !== "number" && typeof id !== "bigint") ||
+      text.length !== len || !/^\d+$/.test(text)
+    ) {
+      throw new RangeError(`not a daily serial of ${len} digits: ${describe(id)}`);
+    }
+    return { day: text.slice(0, 8), seq: Number(text.slice(8)) };
+  }
+
+  async cleanup(options: { keepDays: number }): Promise<number> {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("DailyId cleanup() takes { keepDays }");
+    }
+    const now = this.#readClock();
+    return await this.#cleanup(keepFrom(this.#zone.dayAt(now), options.keepDays));
+  }
+
+  stats(): DailyIdStats {
+    return {
+      name: this.name,
+      key: this.key,
+      timeZone: this.timeZone,
+      digits: this.digits,
+      day: this.#day?.text,
+      dayEndsAt: this.#day === undefined ? undefined : this.#end,
+      full: this.#full,
+      days: this.#days,
+      counter: this.#gen?.stats(),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      if (this.#gen !== undefined) this.#track(this.#gen.close());
+    }
+    while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Move to the clock's day (never back to an earlier one) and compute when it ends. */
+  #roll(): void {
+    const now = this.#readClock();
+    let day = this.#zone.dayAt(now);
+    const current = this.#day;
+    if (current !== undefined && day.ymd <= current.ymd) {
+      // The clock went back (or a zone repeats the last hour of a day): IDs never go back.
+      day = current;
+    } else {
+      this.#startDay(day);
+    }
+    this.#end = this.#zone.endOf(day, now);
+    this.#recheckFrom = this.#end - this.#recheckMargin;
+  }
+
+  #startDay(day: Day): void {
+    // Yesterday's buffered IDs are dropped; its pending calls get "closed" and retry today.
+    if (this.#gen !== undefined) this.#track(this.#gen.close());
+    const gen = new KvId(day.text, this.#inner);
+    gen.addEventListener("rollback", (e) => {
+      const detail = (e as CustomEvent<RollbackDetail>).detail;
+      this.dispatchEvent(
+        new CustomEvent<DailyRollbackDetail>("rollback", { detail: { ...detail, day: day.text } }),
+      );
+    });
+    this.#gen = gen;
+    this.#day = day;
+    this.#base = day.ymd * 10 ** this.digits;
+    this.#baseBig = BigInt(day.ymd) * 10n ** BigInt(this.digits);
+    this.#full = false;
+    this.#days++;
+    if (this.#keepDays !== undefined) {
+      const before = keepFrom(day, this.#keepDays).text;
+      this.#track(
+        this.#cleanup(before).then(
+          (deleted) => this.#cleaned(before, deleted, undefined),
+          (error) => this.#cleaned(before, undefined, toKvIdError(error, this.key, `<${before}`)),
+        ),
+      );
+    }
+  }
+
+  #cleaned(before: string, deleted: number | undefined, error: KvIdError | undefined): void {
+    this.dispatchEvent(
+      new CustomEvent<DailyCleanupDetail>("cleanup", { detail: { before, deleted, error } }),
+    );
+  }
+
+  async #cleanup(before: Day | string): Promise<number> {
+    const day = typeof before === "string" ? before : before.text;
+    const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
+    if (source === undefined) {
+      throw new KvIdError(
+        "config",
+        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis })",
+        { key: this.key, field: `<${day}` },
+      );
+    }
+    let client: RedisClient;
+    try {
+      client = await resolveRedis(source);
+    } catch (cause) {
+      throw new KvIdError("connection", "the Redis client factory failed", {
+        key: this.key,
+        field: `<${day}`,
+        cause,
+      });
+    }
+    return await deleteDaysBefore(client, this.key, day);
+  }
+
+  /** Today's serials are used up: stop reserving until the day ends. */
+  #fill(): void {
+    if (this.#full) return;
+    this.#full = true;
+    this.#track(this.#gen!.close());
+  }
+
+  /** A call failed because its day's generator was closed by a rollover or overflow: retry. */
+  #superseded(gen: KvId<number>, err: unknown): boolean {
+    return !this.#closed && (gen !== this.#gen || this.#full) &&
+      err instanceof KvIdError && err.code === "closed";
+  }
+
+  #track(p: Promise<unknown>): void {
+    const tracked = p.catch(() => {}).finally(() => this.#pending.delete(tracked));
+    this.#pending.add(tracked);
+  }
+
+  #readClock(): number {
+    const now = this.#clock();
+    if (typeof now !== "number" || !(now >= MIN_EPOCH_MS && now <= MAX_EPOCH_MS)) {
+      throw new KvIdError(
+        "config",
+        `the clock returned ${describe(now)}, not epoch ms within years 1000 to 9999`,
+        { key: this.key, field: this.#day?.text ?? this.name },
+      );
+    }
+    return now;
+  }
+
+  #overflowError(): KvIdError {
+    return new KvIdError(
+      "overflow",
+      `day ${this.#day!.text} used up its ${this.#maxSeq} serials (digits: ${this.digits}); ` +
+        "IDs resume when the day ends",
+      { key: this.key, field: this.#day!.text },
+    );
+  }
+
+  #closedError(): KvIdError {
+    return new KvIdError("closed", "the generator is closed", {
+      key: this.key,
+      field: this.#day?.text ?? this.name,
+    });
+  }
+}
+
+/**
+ * Date-prefixed daily serial numbers. See the {@linkcode DailyId} interface for its methods and
+ * {@linkcode DailyIdOptions} for its options.
+ *
+ * @example
+ * ```ts ignore
+ * import { DailyId } from "jsr:@kvid/core";
+ *
+ * export const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" }); // 20261130000001
+ * export const TICKET = new DailyId("ticket", { digits: 4, format: "string" }); // "202611300001"
+ * ```
+ */
+export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
+
+function checkNumber(what: string, value: unknown, min: number, max: number, who = "DailyId") {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`${who} option ${what} must be a number, got ${describe(value)}`);
+  }
+  if (!(value >= min && value <= max)) {
+    const hint = what === "digits" && value > max && max === MAX_DIGITS.number
+      ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
+      : "";
+    throw new RangeError(
+      `${who} option ${what} must be between ${min} and ${max}, got ${value}${hint}`,
+    );
+  }
+}
+
+function checkInteger(what: string, value: unknown, min: number, max: number, who = "DailyId") {
+  checkNumber(what, value, min, max, who);
+  if (!Number.isInteger(value)) {
+    throw new RangeError(`${who} option ${what} must be an integer, got ${value}`);
+  }
+}

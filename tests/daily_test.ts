@@ -1,0 +1,461 @@
+/**
+ * DailyId: date-prefixed daily serials, against a real server with an injected clock.
+ */
+
+import assert from "node:assert/strict";
+import { configure, type DailyCleanupDetail, DailyId, KvIdError } from "../mod.ts";
+import { addDays, MAX_DIGITS, ZonedDays } from "../src/daily.ts";
+import { openClient, Spy } from "./clients.ts";
+import { command, startServer } from "./server.ts";
+
+async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp) {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
+    assert.equal(err.code, code, `code of: ${err.message}`);
+    if (message) assert.match(err.message, message);
+    return err;
+  }
+  return assert.fail(`expected a KvIdError ${code}`);
+}
+
+/** A wall clock the test sets by hand. */
+function wallClock(iso: string) {
+  let now = Date.parse(iso);
+  return {
+    now: () => now,
+    set: (at: string) => void (now = Date.parse(at)),
+    advance: (ms: number) => void (now += ms),
+  };
+}
+
+function assertIncreasing(ids: readonly (number | bigint | string)[]): void {
+  for (let i = 1; i < ids.length; i++) {
+    if (!(ids[i] > ids[i - 1])) assert.fail(`not increasing at ${i}: ${ids[i - 1]}, ${ids[i]}`);
+  }
+}
+
+const hget = async (url: string, key: string, field: string) =>
+  await command(url, "HGET", key, field) as string | null;
+
+Deno.test("ZonedDays: local midnights, DST days and skipped midnights", () => {
+  const cases: [zone: string, at: string, day: string, ends: string, next: string][] = [
+    ["UTC", "2026-11-30T23:59:59.999Z", "20261130", "2026-12-01T00:00:00Z", "20261201"],
+    ["Asia/Shanghai", "2026-11-30T15:59:59.999Z", "20261130", "2026-11-30T16:00:00Z", "20261201"],
+    ["Asia/Kolkata", "2026-01-01T00:00:00Z", "20260101", "2026-01-01T18:30:00Z", "20260102"],
+    // A 23-hour day (spring forward at 02:00) and a 25-hour day (fall back).
+    ["America/New_York", "2026-03-08T05:00:00Z", "20260308", "2026-03-09T04:00:00Z", "20260309"],
+    ["America/New_York", "2026-03-08T06:59:59Z", "20260308", "2026-03-09T04:00:00Z", "20260309"],
+    ["America/New_York", "2026-11-01T04:00:00Z", "20261101", "2026-11-02T05:00:00Z", "20261102"],
+    // Chile: midnight does not exist (24:00 -> 01:00), then a day whose last hour repeats.
+    ["America/Santiago", "2026-09-05T12:00:00Z", "20260905", "2026-09-06T04:00:00Z", "20260906"],
+    ["America/Santiago", "2026-04-04T12:00:00Z", "20260404", "2026-04-05T04:00:00Z", "20260405"],
+    ["America/Santiago", "2026-04-05T03:30:00Z", "20260404", "2026-04-05T04:00:00Z", "20260405"],
+    // Samoa skipped 30 December 2011.
+    ["Pacific/Apia", "2011-12-29T12:00:00Z", "20111229", "2011-12-30T10:00:00Z", "20111231"],
+  ];
+  for (const [zone, at, day, ends, next] of cases) {
+    const z = new ZonedDays(zone);
+    const t = Date.parse(at);
+    const d = z.dayAt(t);
+    assert.equal(d.text, day, `${zone} at ${at}`);
+    const end = z.endOf(d, t);
+    assert.equal(new Date(end).toISOString(), new Date(ends).toISOString(), `${zone} ${day} ends`);
+    assert.equal(z.dayAt(end).text, next);
+    assert.equal(z.dayAt(end - 1).text, day);
+  }
+  assert.equal(new ZonedDays("asia/shanghai").timeZone, "Asia/Shanghai");
+  assert.equal(
+    addDays(new ZonedDays("UTC").dayAt(Date.parse("2024-03-01T00:00Z")), -1).text,
+    "20240229",
+  );
+});
+
+Deno.test("ZonedDays: every instant before the computed end is on the same day", () => {
+  // Deterministic pseudo-random instants over 2020-2030 in zones with and without DST.
+  let seed = 42;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const from = Date.parse("2020-01-01T00:00:00Z");
+  const span = Date.parse("2030-01-01T00:00:00Z") - from;
+  for (const zone of ["Europe/Berlin", "America/Santiago", "Australia/Lord_Howe", "Asia/Tehran"]) {
+    const z = new ZonedDays(zone);
+    for (let i = 0; i < 150; i++) {
+      const t = from + Math.floor(rand() * span);
+      const day = z.dayAt(t);
+      const end = z.endOf(day, t);
+      assert.ok(end > t && end - t <= 25 * 3600_000, `${zone} ${t}: ${end - t} ms left`);
+      assert.equal(z.dayAt(end - 1).ymd, day.ymd, `${zone} ${t}`);
+      assert.ok(z.dayAt(end).ymd > day.ymd, `${zone} ${t}`);
+      const mid = t + Math.floor((end - t) * rand());
+      assert.equal(z.dayAt(mid).ymd, day.ymd, `${zone} ${t} mid`);
+    }
+  }
+});
+
+Deno.test("DailyId options are validated at construction", () => {
+  const redis = {
+    hincrby: () => Promise.resolve(1),
+    eval: () => Promise.resolve(),
+    evalsha: () => Promise.resolve(),
+  };
+  assert.deepEqual(MAX_DIGITS, { number: 7, bigint: 10, string: 10 });
+  // 99991231 * 10^7 + 9,999,999 is a safe integer; with 8 digits it is not.
+  assert.ok(Number.isSafeInteger(99991231 * 10 ** 7 + 10 ** 7 - 1));
+  assert.ok(!Number.isSafeInteger(99991231 * 10 ** 8 + 10 ** 8 - 1));
+  assert.ok(99991231n * 10n ** 10n + 10n ** 10n - 1n <= 2n ** 63n - 1n);
+  assert.ok(99991231n * 10n ** 11n + 10n ** 11n - 1n > 2n ** 63n - 1n);
+
+  new DailyId("a", { redis, digits: 7 });
+  new DailyId("a", { redis, digits: 10, format: "bigint" });
+  new DailyId("a", { redis, digits: 10, format: "string" });
+  assert.throws(() => new DailyId("a", { redis, digits: 8 }), /between 1 and 7.*bigint/);
+  assert.throws(() => new DailyId("a", { redis, digits: 11, format: "bigint" }), RangeError);
+  assert.throws(() => new DailyId("a", { redis, digits: 0 }), RangeError);
+  assert.throws(() => new DailyId("a", { redis, digits: 2.5 }), /integer/);
+  assert.throws(() => new DailyId("a", { redis, timeZone: "Mars/Base" }), /unknown time zone/);
+  // @ts-expect-error: a wrong format
+  assert.throws(() => new DailyId("a", { redis, format: "hex" }), TypeError);
+  // @ts-expect-error: bigint is spelled format: "bigint" here
+  assert.throws(() => new DailyId("a", { redis, bigint: true }), /format: "bigint"/);
+  // @ts-expect-error: an unknown option
+  assert.throws(() => new DailyId("a", { redis, digit: 3 }), /unknown option "digit"/);
+  assert.throws(() => new DailyId("", { redis }), TypeError);
+  assert.throws(() => new DailyId("a", { redis, keepDays: 0 }), /keepDays/);
+  assert.throws(() => new DailyId("a", { redis, minStep: 100, digits: 2 }), /minStep/);
+  assert.throws(() => new DailyId("a", { redis, key: "" }), /key/);
+  assert.throws(() => new DailyId("a", { redis, timeout: 0 }), /timeout/);
+  const id = new DailyId("order", { redis, digits: 2, maxStep: 1000 });
+  assert.equal(id.key, "kvid:daily:order");
+  assert.equal(id.timeZone, "UTC");
+  assert.deepEqual(id.parse(2026113042), { day: "20261130", seq: 42 });
+  assert.deepEqual(id.parse("2026113001"), { day: "20261130", seq: 1 });
+  assert.throws(() => id.parse(20261130042), RangeError);
+});
+
+Deno.test("DailyId against a real server", async (t) => {
+  await using server = await startServer();
+  await using client = await openClient("node-redis", server.url);
+  const redis = client.redis;
+  const url = server.url;
+
+  await t.step("IDs are yyyymmdd * 10^digits + seq from 1; the first use is one call", async () => {
+    const clock = wallClock("2026-11-30T10:00:00Z");
+    const spy = new Spy(redis);
+    await using id = new DailyId("basic", { redis: spy, clock: clock.now });
+    assert.equal(await id.next(), 20261130000001);
+    assert.equal(spy.calls, 1, "no init round trip: the script creates the field");
+    const ids = [await id.next()];
+    for (let i = 0; i < 999; i++) ids.push(await id.next());
+    ids.push(...await id.nextBatch(1000));
+    assertIncreasing(ids);
+    assert.equal(ids[0], 20261130000002);
+    assert.equal(ids.at(-1), 20261130002001);
+    assert.equal(id.stats().day, "20261130");
+    assert.equal(id.stats().dayEndsAt, Date.parse("2026-12-01T00:00:00Z"));
+    assert.deepEqual(await command(url, "HKEYS", "kvid:daily:basic"), ["20261130"]);
+    assert.ok(Number(await hget(url, "kvid:daily:basic", "20261130")) >= 2001);
+  });
+
+  await t.step("string and bigint formats", async () => {
+    const clock = wallClock("2026-11-30T10:00:00Z");
+    await using s = new DailyId("fmt-s", { redis, clock: clock.now, format: "string", digits: 4 });
+    assert.equal(await s.next(), "202611300001");
+    assert.deepEqual(await s.nextBatch(2), ["202611300002", "202611300003"]);
+    await using b = new DailyId("fmt-b", { redis, clock: clock.now, format: "bigint", digits: 10 });
+    assert.equal(await b.next(), 202611300000000001n);
+    assert.deepEqual(await b.nextBatch(2), [202611300000000002n, 202611300000000003n]);
+    assert.deepEqual(b.parse(202611300000000003n), { day: "20261130", seq: 3 });
+    await using k = new DailyId("fmt-k", { redis, clock: clock.now, key: "orders:daily" });
+    assert.equal(await k.next(), 20261130000001);
+    assert.ok(Number(await hget(url, "orders:daily", "20261130")) >= 1);
+  });
+
+  await t.step("rollover at UTC midnight drops the buffered IDs of the day before", async () => {
+    const clock = wallClock("2026-11-30T23:59:59.998Z");
+    await using id = new DailyId("roll", { redis, clock: clock.now, minStep: 100, maxStep: 100 });
+    assert.equal(await id.next(), 20261130000001);
+    clock.advance(1); // 23:59:59.999
+    assert.equal(await id.next(), 20261130000002);
+    assert.ok(id.stats().counter!.remaining > 90, "the day's segment is buffered");
+    clock.advance(1); // midnight
+    assert.equal(await id.next(), 20261201000001);
+    assert.deepEqual(await id.nextBatch(3), [20261201000002, 20261201000003, 20261201000004]);
+    assert.equal(id.stats().day, "20261201");
+    assert.equal(id.stats().days, 2);
+    // The clock stepping back does not take IDs back to the previous day.
+    clock.set("2026-11-30T23:59:00Z");
+    assert.equal(await id.next(), 20261201000005);
+    clock.set("2026-12-01T00:00:01Z");
+    assert.equal(await id.next(), 20261201000006);
+    assert.equal(await hget(url, "kvid:daily:roll", "20261130"), "100");
+  });
+
+  await t.step("rollover at Shanghai midnight (16:00 UTC)", async () => {
+    const clock = wallClock("2026-11-30T15:59:59.999Z");
+    await using id = new DailyId("sh", { redis, clock: clock.now, timeZone: "Asia/Shanghai" });
+    assert.equal(await id.next(), 20261130000001);
+    assert.equal(id.stats().dayEndsAt, Date.parse("2026-11-30T16:00:00Z"));
+    clock.advance(1);
+    assert.equal(await id.next(), 20261201000001);
+    assert.equal(id.stats().dayEndsAt, Date.parse("2026-12-01T16:00:00Z"));
+  });
+
+  await t.step("DST days: 23 and 25 hours in New York, no midnight in Santiago", async () => {
+    const cases = [
+      ["America/New_York", "2026-03-09T03:59:59.999Z", "20260308", "20260309"],
+      ["America/New_York", "2026-11-02T04:59:59.999Z", "20261101", "20261102"],
+      ["America/Santiago", "2026-09-06T03:59:59.999Z", "20260905", "20260906"],
+      ["America/Santiago", "2026-04-05T03:59:59.999Z", "20260404", "20260405"],
+    ];
+    for (const [timeZone, at, before, after] of cases) {
+      const clock = wallClock(at);
+      await using id = new DailyId(`dst-${timeZone}-${before}`, {
+        redis,
+        clock: clock.now,
+        timeZone,
+        format: "string",
+      });
+      assert.equal(await id.next(), `${before}000001`, `${timeZone} ${at}`);
+      clock.advance(1);
+      assert.equal(await id.next(), `${after}000001`, `${timeZone} ${at} + 1 ms`);
+    }
+    // The 25-hour day: at 23:30 after the repeated hour it is still 1 November.
+    const clock = wallClock("2026-11-01T04:00:00Z");
+    await using ny = new DailyId("dst-25h", {
+      redis,
+      clock: clock.now,
+      timeZone: "America/New_York",
+    });
+    assert.equal(await ny.next(), 20261101000001);
+    assert.equal(ny.stats().dayEndsAt! - Date.parse("2026-11-01T04:00:00Z"), 25 * 3600_000);
+    clock.set("2026-11-02T04:30:00Z");
+    assert.equal(await ny.next(), 20261101000002);
+  });
+
+  await t.step("a call waiting for a reservation across midnight gets today's ID", async () => {
+    const clock = wallClock("2026-11-30T23:59:59.999Z");
+    const spy = new Spy(redis);
+    let open!: () => void;
+    spy.gate = new Promise((r) => open = r);
+    await using id = new DailyId("wait", { redis: spy, clock: clock.now, minStep: 10 });
+    const pending = id.next(); // waits for the first reservation of 30 November
+    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(1); // midnight while the reply is held back
+    const second = id.next(); // starts 1 December, closing 30 November's generator
+    open();
+    spy.gate = undefined;
+    // The first call was dropped from 30 November's generator and retried after the second.
+    assert.deepEqual(
+      (await Promise.all([pending, second])).sort(),
+      [20261201000001, 20261201000002],
+    );
+    // 30 November's reservation may or may not have reached the server; none of it was issued.
+    assert.ok(["10", null].includes(await hget(url, "kvid:daily:wait", "20261130")));
+
+    // The same with a single caller: the reply arrives after midnight and is dropped.
+    const late = wallClock("2026-12-01T23:59:59.999Z");
+    const spy2 = new Spy(redis);
+    spy2.gate = new Promise((r) => open = r);
+    await using id2 = new DailyId("wait2", { redis: spy2, clock: late.now, minStep: 10 });
+    const p = id2.next();
+    await new Promise((r) => setTimeout(r, 5));
+    late.advance(1);
+    open();
+    spy2.gate = undefined;
+    assert.equal(await p, 20261202000001);
+    assert.equal(await hget(url, "kvid:daily:wait2", "20261201"), "10", "reserved, not issued");
+  });
+
+  await t.step(
+    "seq past 10^digits - 1 is an overflow error, never another day's number",
+    async () => {
+      const clock = wallClock("2026-11-30T12:00:00Z");
+      const spy = new Spy(redis);
+      await using id = new DailyId("ovf", {
+        redis: spy,
+        clock: clock.now,
+        digits: 2,
+        minStep: 10,
+        maxStep: 1000,
+      });
+      const ids = await id.nextBatch(99);
+      assert.equal(ids[0], 2026113001);
+      assert.equal(ids.at(-1), 2026113099);
+      const err = await rejectsWith(id.next(), "overflow", /20261130.*99 serials/);
+      assert.equal(err.field, "20261130");
+      const calls = spy.calls;
+      await rejectsWith(id.next(), "overflow");
+      await rejectsWith(id.nextBatch(1), "overflow");
+      assert.equal(spy.calls, calls, "a full day fails fast, with no more reservations");
+      assert.ok(id.stats().full);
+      clock.set("2026-12-01T00:00:00Z");
+      assert.equal(await id.next(), 2026120101, "the next day starts again at 1");
+
+      // A counter raised by another writer near the limit.
+      await command(url, "HSET", "kvid:daily:ovf2", "20261130", "97");
+      await using id2 = new DailyId("ovf2", { redis, clock: clock.now, digits: 2 });
+      clock.set("2026-11-30T12:00:00Z");
+      assert.equal(await id2.next(), 2026113098);
+      assert.equal(await id2.next(), 2026113099);
+      await rejectsWith(id2.next(), "overflow");
+      // A batch that would cross the limit is refused whole.
+      await using id3 = new DailyId("ovf3", { redis, clock: clock.now, digits: 2 });
+      await rejectsWith(id3.nextBatch(100), "overflow");
+    },
+  );
+
+  await t.step("two processes on one day share the counter without duplicates", async () => {
+    await using other = await openClient("ioredis", url);
+    const clock = wallClock("2026-11-30T08:00:00Z");
+    await using a = new DailyId("two", { redis, clock: clock.now, minStep: 7, maxStep: 50 });
+    await using b = new DailyId("two", { redis: other.redis, clock: clock.now, minStep: 3 });
+    const fromA: number[] = [];
+    const fromB: number[] = [];
+    await Promise.all([
+      (async () => {
+        for (let i = 0; i < 1500; i++) fromA.push(await a.next());
+      })(),
+      (async () => {
+        for (let i = 0; i < 1500; i++) fromB.push(await b.next());
+      })(),
+    ]);
+    assertIncreasing(fromA);
+    assertIncreasing(fromB);
+    const all = new Set([...fromA, ...fromB]);
+    assert.equal(all.size, 3000);
+    for (const x of all) assert.equal(Math.floor(x / 1e6), 20261130);
+  });
+
+  await t.step("two OS processes on one day: no duplicates", async () => {
+    const at = Date.parse("2026-11-30T09:00:00Z");
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `import { createClient } from "redis";
+         import { DailyId, fromNodeRedis } from "./mod.ts";
+         const c = await createClient({ url: Deno.env.get("URL") }).connect();
+         const id = new DailyId("procs", { redis: fromNodeRedis(c), clock: () => ${at}, maxStep: 5 });
+         const ids = [];
+         for (let i = 0; i < 2000; i++) ids.push(await id.next());
+         console.log(JSON.stringify(ids));
+         await id.close();
+         c.destroy();`,
+      ],
+      cwd: new URL("..", import.meta.url).pathname,
+      env: { URL: url },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    let done = false;
+    const childDone = child.finally(() => done = true);
+    await using id = new DailyId("procs", { redis, clock: () => at, maxStep: 5 });
+    const mine: number[] = [];
+    // Issue until the child is done (pausing now and then so it gets the CPU too).
+    const until = performance.now() + 30_000;
+    while (!done && performance.now() < until) {
+      mine.push(await id.next());
+      if (mine.length % 100 === 0) await new Promise((r) => setTimeout(r, 1));
+    }
+    const out = await childDone;
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const theirs: number[] = JSON.parse(new TextDecoder().decode(out.stdout));
+    assert.equal(theirs.length, 2000);
+    assertIncreasing(mine);
+    assertIncreasing(theirs);
+    assert.equal(new Set([...mine, ...theirs]).size, mine.length + theirs.length);
+    // Both really reserved in turns: each holds IDs above the other's lowest.
+    assert.ok(Math.max(...mine) > Math.min(...theirs) && Math.max(...theirs) > Math.min(...mine));
+  });
+
+  await t.step("a restart mid-day continues above what the last run reserved", async () => {
+    const clock = wallClock("2026-11-30T08:00:00Z");
+    const first = new DailyId("restart", { redis, clock: clock.now, minStep: 50 });
+    const before = await first.nextBatch(10);
+    await first.close();
+    await rejectsWith(first.next(), "closed");
+    clock.advance(3600_000);
+    await using again = await openClient("node-redis", url);
+    await using second = new DailyId("restart", { redis: again.redis, clock: clock.now });
+    const after = await second.next();
+    assert.equal(before.at(-1), 20261130000010);
+    assert.equal(after, 20261130000051, "the rest of the last run's segment is skipped");
+  });
+
+  await t.step("cleanup({ keepDays }) deletes older day fields only", async () => {
+    const key = "kvid:daily:clean";
+    for (let d = 1; d <= 30; d++) {
+      await command(url, "HSET", key, `202611${String(d).padStart(2, "0")}`, String(d));
+    }
+    await command(url, "HSET", key, "note", "x", "2026110", "1", "19991231x", "1");
+    const clock = wallClock("2026-11-30T10:00:00Z");
+    await using id = new DailyId("clean", { redis, clock: clock.now });
+    // Today is 0 days old: keepDays 7 keeps 23..30 November.
+    assert.equal(await id.cleanup({ keepDays: 7 }), 22);
+    const left = (await command(url, "HKEYS", key) as string[]).sort();
+    assert.deepEqual(left, [
+      "19991231x",
+      "2026110",
+      "20261123",
+      "20261124",
+      "20261125",
+      "20261126",
+      "20261127",
+      "20261128",
+      "20261129",
+      "20261130",
+      "note",
+    ]);
+    assert.equal(await id.cleanup({ keepDays: 7 }), 0);
+    await assert.rejects(id.cleanup({ keepDays: 0 }), /keepDays/);
+    await assert.rejects(id.cleanup({ keepDays: 1.5 }), /keepDays/);
+    // Shanghai is already on 1 December at 16:00 UTC.
+    await using sh = new DailyId("clean", {
+      redis,
+      clock: () => Date.parse("2026-11-30T16:00:00Z"),
+      timeZone: "Asia/Shanghai",
+    });
+    assert.equal(await sh.cleanup({ keepDays: 7 }), 1, "24 November is 7 days old there");
+
+    await command(url, "SET", "kvid:daily:notahash", "x");
+    await using bad = new DailyId("notahash", { redis, clock: clock.now });
+    await rejectsWith(bad.cleanup({ keepDays: 3 }), "reply", /not a hash/);
+  });
+
+  await t.step("automatic cleanup when a day starts", async () => {
+    const key = "kvid:daily:auto";
+    await command(url, "HSET", key, "20261120", "5", "20261128", "5", "20261129", "5");
+    const clock = wallClock("2026-11-30T10:00:00Z");
+    const events: DailyCleanupDetail[] = [];
+    const id = new DailyId("auto", { redis, clock: clock.now, keepDays: 1 });
+    id.addEventListener(
+      "cleanup",
+      (e) => events.push((e as CustomEvent<DailyCleanupDetail>).detail),
+    );
+    assert.equal(await id.next(), 20261130000001);
+    await id.close(); // waits for the background cleanup
+    assert.deepEqual(events, [{ before: "20261129", deleted: 2, error: undefined }]);
+    assert.deepEqual((await command(url, "HKEYS", key) as string[]).sort(), [
+      "20261129",
+      "20261130",
+    ]);
+  });
+
+  await t.step("configure() default client, close() and a broken clock", async () => {
+    const clock = wallClock("2026-11-30T10:00:00Z");
+    const id = new DailyId("conf", { clock: clock.now });
+    configure({ redis });
+    try {
+      assert.equal(await id.next(), 20261130000001);
+      assert.equal(await id.cleanup({ keepDays: 3 }), 0);
+    } finally {
+      configure({ redis: undefined });
+      await id.close();
+    }
+    await rejectsWith(id.next(), "closed");
+    await rejectsWith(id.nextBatch(2), "closed");
+    await id.close();
+    await using broken = new DailyId("broken", { redis, clock: () => NaN });
+    await rejectsWith(broken.next(), "config", /clock returned/);
+  });
+});
