@@ -30,6 +30,16 @@ export {
   type NodeRedisLike,
 } from "./src/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/configure.ts";
+export {
+  type DailyCleanupDetail,
+  DailyId,
+  type DailyIdConstructor,
+  type DailyIdFormat,
+  type DailyIdOptions,
+  type DailyIdStats,
+  type DailyRollbackDetail,
+  type DailySerial,
+} from "./src/daily.ts";
 export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
 export { InterleavedStore, type InterleavedStoreOptions } from "./src/interleaved_store.ts";
 export {
