@@ -14,8 +14,11 @@ export interface NodeRedisLike {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   /** `EVALSHA` with `{ keys, arguments }`. */
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  /** Any command as an argument list (absent on cluster clients). */
-  sendCommand?(args: string[]): Promise<unknown>;
+  /**
+   * Any command: `sendCommand(args)` on a client, `sendCommand(firstKey, isReadonly, args)` on a
+   * cluster (which routes by `firstKey`).
+   */
+  sendCommand?: unknown;
   /** node-redis' reply type mapping, used to read integers as exact strings. */
   withTypeMapping?: unknown;
 }
@@ -63,10 +66,13 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
     eval: (script, keys, args) => client.eval(script, { keys, arguments: args.map(String) }),
     evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args.map(String) }),
     sendCommand: (command, args = []) => {
-      if (client.sendCommand === undefined) {
+      const send = client.sendCommand;
+      if (typeof send !== "function") {
         return Promise.reject(new TypeError("this node-redis client has no sendCommand"));
       }
-      return client.sendCommand([command, ...args.map(String)]);
+      const argv = [command, ...args.map(String)];
+      // A cluster's sendCommand takes (firstKey, isReadonly, args): route by the first argument.
+      return send.length >= 3 ? send.call(client, argv[1], false, argv) : send.call(client, argv);
     },
   };
 }

@@ -56,7 +56,7 @@ export interface DenoKvStoreOptions {
   prefix?: Deno.KvKey;
   /**
    * How many check-and-set attempts one reservation makes before it gives up (a transient
-   * `"timeout"` {@linkcode KvIdError} the generator retries after its backoff). Default 32.
+   * `"conflict"` {@linkcode KvIdError} the generator retries after its backoff). Default 32.
    */
   maxAttempts?: number;
   /** The longest pause between two attempts, in ms; pauses are jittered. Default 50. */
@@ -232,7 +232,7 @@ export class DenoKvStore implements Store, Disposable {
       if (attempt >= this.#maxAttempts) {
         this.#stats.exhausted++;
         throw new KvIdError(
-          "timeout",
+          "conflict",
           `the counter stayed contended: ${attempt} check-and-set attempts conflicted or found the database locked`,
           where,
         );

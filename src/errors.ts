@@ -10,6 +10,7 @@
  * - `"closed"`: the generator was closed.
  * - `"config"`: no Redis client was given or configured, or a factory failed permanently.
  * - `"timeout"`: no ID could be reserved within the `timeout` option.
+ * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).
  * - `"reply"`: the server answered with an error (wrong type, not an integer, auth, ...).
  * - `"overflow"`: the counter would pass 2^63-1.
@@ -20,6 +21,7 @@ export type KvIdErrorCode =
   | "closed"
   | "config"
   | "timeout"
+  | "conflict"
   | "connection"
   | "reply"
   | "overflow"

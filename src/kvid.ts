@@ -632,7 +632,7 @@ function storeFor(redis: RedisSource): Store {
 }
 
 function isTransient(code: KvIdErrorCode): boolean {
-  return code === "connection" || code === "timeout";
+  return code === "connection" || code === "timeout" || code === "conflict";
 }
 
 /** Exponential backoff with jitter: half fixed, half random. */

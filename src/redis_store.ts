@@ -73,10 +73,15 @@ export interface Store {
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
 }
 
-// Raises the field to ARGV[4] if it is below the floor ARGV[3] (decimal strings compared
-// exactly, never as Lua doubles), then HINCRBY, and returns the value as a string so values
-// above 2^53 survive. A field that is not an integer is left for HINCRBY to refuse.
-const RESERVE_SCRIPT = `local raised = 0
+// Refuses a counter that interleaved servers own (its layout field exists: a plain increment
+// of their cycle counter would repeat IDs). Raises the field to ARGV[4] if it is below the floor
+// ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, and returns
+// the value as a string so values above 2^53 survive. A non-integer field is left for HINCRBY to
+// refuse.
+const RESERVE_SCRIPT = `if redis.call('HEXISTS', KEYS[1], '\\0layout:' .. ARGV[1]) == 1 then
+  return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
+end
+local raised = 0
 local floor = ARGV[3]
 if floor ~= '0' then
   local cur = redis.call('HGET', KEYS[1], ARGV[1])
@@ -260,6 +265,13 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   }
   if (/not an integer|not a valid integer|out of range/i.test(message)) {
     return new KvIdError("reply", "the counter field does not hold an integer", where);
+  }
+  if (/^KVID_LAYOUT/.test(message)) {
+    return new KvIdError(
+      "config",
+      message.replace(/^KVID_LAYOUT /, "").replace(/ script: .*/, ""),
+      where,
+    );
   }
   if (/^(NOAUTH|WRONGPASS)|auth/i.test(message)) {
     return new KvIdError("reply", `authentication failed: ${message}`, where);

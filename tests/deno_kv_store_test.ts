@@ -172,7 +172,7 @@ Deno.test("DenoKvStore on a KV file", async (t) => {
     });
 
     await t.step(
-      "bounded retries: with maxAttempts 1 the losers give up with timeout",
+      "bounded retries: with maxAttempts 1 the losers give up with a conflict error",
       async () => {
         const impatient = new DenoKvStore(kv, { maxAttempts: 1 });
         const settled = await Promise.allSettled(
@@ -182,7 +182,7 @@ Deno.test("DenoKvStore on a KV file", async (t) => {
         assert.ok(lost.length > 0 && lost.length < 8, `${lost.length} of 8 gave up`);
         for (const r of lost) {
           const err = (r as PromiseRejectedResult).reason;
-          assert.ok(err instanceof KvIdError && err.code === "timeout", String(err));
+          assert.ok(err instanceof KvIdError && err.code === "conflict", String(err));
           assert.match(err.message, /contended: 1 check-and-set/);
         }
         assert.equal(impatient.stats().exhausted, lost.length);

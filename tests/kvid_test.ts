@@ -236,6 +236,14 @@ for (const kind of CLIENTS) {
       }
     });
 
+    await t.step("a counter owned by interleaved servers is refused, not incremented", async () => {
+      const name = field("interleaved");
+      await command(server.url, "HSET", "kvid", name, "7", `\0layout:${name}`, "v1 servers=3");
+      await using id = new KvId(name, { redis });
+      await rejectsWith(id.next(), "config", /interleaved servers/);
+      assert.equal(await command(server.url, "HGET", "kvid", name), "7");
+    });
+
     await t.step("a lazy factory is called once, on first use, shared by generators", async () => {
       let calls = 0;
       const factory = () => {
