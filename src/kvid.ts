@@ -534,6 +534,15 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       this.#sizer.reserved(this.#clock());
+      const lowest = reply.ranges[0]?.first;
+      if (lowest !== undefined && lowest < 1n) {
+        // Hostile data, not a rollback of ours: the range is spent, nothing below 1 is issued.
+        throw new KvIdError(
+          "reply",
+          `the counter held a negative value (the reply reserved ${lowest}..); IDs start at 1`,
+          { key: this.key, field: this.name },
+        );
+      }
       // A range starting at or below the mark: the counter went back, even if part of the
       // range is still above the mark (without guard nothing raised it).
       const below = floor > 0n && reply.ranges.length > 0 && reply.ranges[0].first <= floor;

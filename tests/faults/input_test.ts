@@ -149,6 +149,9 @@ for (const kind of CLIENTS) {
           // Each try spends a range at or below 0 and is refused; the counter climbs.
           const err = await id.next().catch((e) => e);
           assert.ok(err instanceof KvIdError, `issued ${err}`);
+          assert.equal(err.code, "reply");
+          assert.match(err.message, /negative value/);
+          assert.equal(id.stats().rollbacks, 0, "not reported as a rollback");
           for (let tries = 0; id.stats().high === 0n; tries++) {
             assert.ok(tries < 200, "never climbed above 0");
             const got = await id.next().catch(() => undefined);
