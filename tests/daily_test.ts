@@ -3,22 +3,11 @@
  */
 
 import assert from "node:assert/strict";
-import { configure, type DailyCleanupDetail, DailyId, KvIdError } from "../mod.ts";
+import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, MAX_DIGITS, ZonedDays } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, startServer } from "./server.ts";
-
-async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp) {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
-    assert.equal(err.code, code, `code of: ${err.message}`);
-    if (message) assert.match(err.message, message);
-    return err;
-  }
-  return assert.fail(`expected a KvIdError ${code}`);
-}
+import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A wall clock the test sets by hand. */
 function wallClock(iso: string) {
@@ -28,12 +17,6 @@ function wallClock(iso: string) {
     set: (at: string) => void (now = Date.parse(at)),
     advance: (ms: number) => void (now += ms),
   };
-}
-
-function assertIncreasing(ids: readonly (number | bigint | string)[]): void {
-  for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i] > ids[i - 1])) assert.fail(`not increasing at ${i}: ${ids[i - 1]}, ${ids[i]}`);
-  }
 }
 
 const hget = async (url: string, key: string, field: string) =>

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type ReserveOptions } from "../mod.ts";
 import { DenoKvStore, type DenoKvStoreStats } from "../src/deno_kv_store.ts";
+import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
 
@@ -15,24 +16,6 @@ async function tempKvFile(): Promise<{ path: string } & AsyncDisposable> {
     path: `${dir}/ids.sqlite3`,
     [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
   };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp) {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
-    assert.equal(err.code, code, `code of: ${err.message}`);
-    if (message) assert.match(err.message, message);
-    return err;
-  }
-  return assert.fail(`expected a KvIdError ${code}`);
-}
-
-function assertStrictlyIncreasing(ids: readonly (number | bigint)[], what = "ids"): void {
-  for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i] > ids[i - 1])) assert.fail(`${what}: not increasing at ${i}`);
-  }
 }
 
 Deno.test("DenoKvStore on a KV file", async (t) => {
@@ -71,12 +54,12 @@ Deno.test("DenoKvStore on a KV file", async (t) => {
       const ids: number[] = [];
       for (let i = 0; i < 20_000; i++) ids.push(await id.next());
       assert.equal(ids[0], 1);
-      assertStrictlyIncreasing(ids);
+      assertIncreasing(ids);
       const s = id.stats();
       assert.ok(s.segments >= 5 && s.segments <= 30, `segments ${s.segments}`);
       assert.equal(s.high, (await kv.get<Deno.KvU64>(["kvid", "engine"])).value?.value);
       const batch = await id.nextBatch(5000);
-      assertStrictlyIncreasing([ids.at(-1)!, ...batch]);
+      assertIncreasing([ids.at(-1)!, ...batch]);
     });
 
     await t.step("bigint mode, exact to 2^63-1, then overflow without wrapping", async () => {
@@ -350,7 +333,7 @@ Deno.test("4 processes sharing one KV file: all IDs unique, conflicts retried", 
     const all = new Set<number>();
     for (const [i, r] of results.entries()) {
       assert.equal(r.ids.length, COUNT);
-      assertStrictlyIncreasing(r.ids, `producer ${i}`);
+      assertIncreasing(r.ids, `producer ${i}`);
       for (const id of r.ids) all.add(id);
     }
     assert.equal(all.size, PROCESSES * COUNT, "no ID was handed out twice");

@@ -11,6 +11,7 @@ import { KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { startProxy } from "./proxy.ts";
 import { command, startServer, type TestServer } from "./server.ts";
+import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 const N = 3;
 // Three distinct servers that the test can kill: not with one external server.
@@ -29,26 +30,6 @@ async function openAll(kind: ClientKind, urls: string[]) {
     throw err;
   }
   return { redis: opened.map((c) => c.redis), close, [Symbol.asyncDispose]: close };
-}
-
-async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp) {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
-    assert.equal(err.code, code, `code of: ${err.message}`);
-    if (message) assert.match(err.message, message);
-    return err;
-  }
-  return assert.fail(`expected a KvIdError ${code}`);
-}
-
-function assertIncreasing(ids: ArrayLike<number | bigint>, what = "ids"): void {
-  for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i] > ids[i - 1])) {
-      assert.fail(`${what} not increasing at ${i}: ${ids[i - 1]}, ${ids[i]}`);
-    }
-  }
 }
 
 const hget = async (s: TestServer, field: string) =>

@@ -3,33 +3,10 @@
  */
 
 import assert from "node:assert/strict";
-import { configure, KvId, KvIdError, type RedisClient } from "../mod.ts";
+import { configure, KvId, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, openClient, Spy } from "./clients.ts";
 import { command, startServer, type TestServer } from "./server.ts";
-
-function assertStrictlyIncreasing(ids: readonly (number | bigint)[]): void {
-  for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i] > ids[i - 1])) {
-      assert.fail(`not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
-    }
-  }
-}
-
-async function rejectsWith(
-  p: Promise<unknown>,
-  code: string,
-  message?: RegExp,
-): Promise<KvIdError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
-    assert.equal(err.code, code, `code of: ${err.message}`);
-    if (message) assert.match(err.message, message);
-    return err;
-  }
-  return assert.fail(`expected a KvIdError ${code}`);
-}
+import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A clock the test moves by hand. */
 function manualClock() {
@@ -49,7 +26,7 @@ for (const kind of CLIENTS) {
       const ids: number[] = [];
       for (let i = 0; i < 100_000; i++) ids.push(await id.next());
       assert.equal(ids[0], 1);
-      assertStrictlyIncreasing(ids);
+      assertIncreasing(ids);
       const s = id.stats();
       assert.ok(s.segments >= 10 && s.segments <= 40, `segments ${s.segments}`);
       assert.equal(
@@ -67,8 +44,8 @@ for (const kind of CLIENTS) {
         const second = await Promise.all(Array.from({ length: 1000 }, () => id.next()));
         const all = [...first, ...second];
         assert.equal(new Set(all).size, 2000);
-        assertStrictlyIncreasing(first); // served in call order
-        assertStrictlyIncreasing(second);
+        assertIncreasing(first); // served in call order
+        assertIncreasing(second);
         assert.equal(spy.maxInflight, 1);
         // Queued callers size the reservation: the first burst took one round trip.
         assert.ok(spy.calls <= 6, `reservations ${spy.calls}`);
@@ -85,7 +62,7 @@ for (const kind of CLIENTS) {
         const c = await id.nextBatch(5000);
         assert.equal(a.length, 1000);
         assert.equal(c.length, 5000);
-        assertStrictlyIncreasing([...a, b, ...c]);
+        assertIncreasing([...a, b, ...c]);
         assert.ok(spy.calls <= 4, `reservations ${spy.calls}`);
         assert.deepEqual(await id.nextBatch(0), []);
       },
@@ -181,7 +158,7 @@ for (const kind of CLIENTS) {
         await using id = new KvId(name, { redis, bigint: true, guard, minStep: 4 });
         const ids = [];
         for (let i = 0; i < 40; i++) ids.push(await id.next());
-        assertStrictlyIncreasing(ids);
+        assertIncreasing(ids);
         assert.equal(typeof ids[0], "bigint");
         // ioredis replies to a plain HINCRBY with a rounded number: that range is spent and the
         // next is read exactly by script. The node-redis adapter reads integers as strings.

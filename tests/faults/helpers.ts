@@ -8,21 +8,10 @@
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { Redis } from "ioredis";
-import { fromIoredis, fromNodeRedis, KvIdError, type RedisClient } from "../../mod.ts";
+import { fromIoredis, fromNodeRedis, type RedisClient } from "../../mod.ts";
 import type { ClientKind, OpenClient } from "../clients.ts";
 import { command } from "../server.ts";
-
-/** Fail at the first place where `ids` does not strictly increase. */
-export function assertStrictlyIncreasing(
-  ids: ArrayLike<number | bigint>,
-  what = "ids",
-): void {
-  for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i] > ids[i - 1])) {
-      assert.fail(`${what}: not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
-    }
-  }
-}
+export { assertIncreasing, rejectsWith } from "../assert.ts";
 
 /** Every ID of every list, sorted, to look for duplicates. */
 export function sortedUnion(lists: ArrayLike<number>[]): Float64Array {
@@ -53,23 +42,6 @@ export function assertNoDuplicates(lists: ArrayLike<number>[], what = "ids"): vo
   if (dup.length > 0) {
     assert.fail(`${what}: ${dup.length} duplicate IDs, first ${dup.slice(0, 5).join(", ")}`);
   }
-}
-
-/** Await `p` and check it rejects with a {@linkcode KvIdError} of `code`. */
-export async function rejectsWith(
-  p: Promise<unknown>,
-  code: string,
-  message?: RegExp,
-): Promise<KvIdError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof KvIdError, `expected a KvIdError, got ${err}`);
-    assert.equal(err.code, code, `code of: ${err.message}`);
-    if (message) assert.match(err.message, message);
-    return err;
-  }
-  return assert.fail(`expected a KvIdError ${code}`);
 }
 
 /**
