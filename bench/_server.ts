@@ -120,7 +120,11 @@ export class CountingClient implements RedisClient {
   sent = 0;
   readonly #inner: RedisClient;
 
-  /** @param inner The client to forward to. */
+  /**
+   * Wrap a client.
+   *
+   * @param inner The client to forward to.
+   */
   constructor(inner: RedisClient) {
     this.#inner = inner;
   }
@@ -201,6 +205,18 @@ function format(v: number | string | boolean): string {
 export function log(line: string): void {
   if (METRICS_FILE) console.error(line);
   else console.log(line);
+}
+
+/** The group of {@linkcode warmUpBench}, left out of the report. */
+export const WARM_UP_GROUP = "warm-up (not a result)";
+
+/**
+ * Register a first bench that only warms up. The runtime's first major GC (deno bench's own
+ * sample buffer is large) otherwise lands in whichever allocating bench of the file runs first
+ * and inflates its average several times over.
+ */
+export function warmUpBench(fn: () => Promise<void>, n = 40): void {
+  Deno.bench("warm-up", { group: WARM_UP_GROUP, n, warmup: 5 }, fn);
 }
 
 /** Resolve after `ms` milliseconds (pacing a consumer, not synchronisation). */

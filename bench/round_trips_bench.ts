@@ -5,7 +5,7 @@
  * Each iteration takes 1,000 IDs, so time/iter in µs is ns per ID. Commands are read from
  * `INFO commandstats` before and after every iteration (outside the timed part) and summed over
  * the run; they include the commands a script runs inside the server (KvId's reserve script
- * runs HGET, HINCRBY, HGET per reservation). Round trips are counted at the client.
+ * runs several per reservation). Round trips are counted at the client.
  *
  * KvId runs with its defaults (guard on, steps 1 .. 1,000,000 adapting to 10-minute segments,
  * prefetch at 20%), from a cold start at the first iteration. A paced run at 100k IDs/s checks
