@@ -49,6 +49,7 @@ export {
   type KvIdStats,
   type RollbackDetail,
 } from "./src/kvid.ts";
+export type { StepRule } from "./src/step.ts";
 export type { IdRange } from "./src/segment_buffer.ts";
 export type {
   RedisClient,

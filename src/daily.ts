@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
 import { describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
@@ -73,6 +74,8 @@ export interface DailyIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
+  stepRule?: StepRule;
 }
 
 /** A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}. */
@@ -456,6 +459,7 @@ const OPTION_NAMES = new Set([
   "timeout",
   "guard",
   "rollbackMargin",
+  "stepRule",
 ]);
 const PASSED_TO_KVID = [
   "redis",
@@ -465,6 +469,7 @@ const PASSED_TO_KVID = [
   "timeout",
   "guard",
   "rollbackMargin",
+  "stepRule",
   "clock",
 ] as const;
 const FORMAT_CODE = { number: 0, bigint: 1, string: 2 } as const;

@@ -17,7 +17,7 @@ import {
 } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
-import { StepSizer } from "./step.ts";
+import { type StepRule, StepSizer } from "./step.ts";
 
 /** Options of {@linkcode KvId}. Every one is optional and validated at construction. */
 export interface KvIdOptions {
@@ -66,6 +66,11 @@ export interface KvIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /**
+   * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
+   * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
+   */
+  stepRule?: StepRule;
   /** Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. */
   clock?: () => number;
 }
@@ -92,7 +97,7 @@ export interface KvIdStats {
   high: bigint;
   /** Times the counter was found below `high` and raised (or refused, without `guard`). */
   rollbacks: number;
-  /** True while a reservation is in flight. */
+  /** True while a reservation is in flight or about to start. */
   reserving: boolean;
   /** The last reservation error, cleared by a success. */
   lastError: KvIdError | undefined;
@@ -185,6 +190,7 @@ const OPTION_NAMES = new Set([
   "bigint",
   "guard",
   "rollbackMargin",
+  "stepRule",
   "clock",
 ]);
 const MAX_NAME_BYTES = 4096;
@@ -226,6 +232,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #inflight: Promise<void> | undefined;
   #retryAt = 0;
   #closed = false;
+  #prefetchTimer: ReturnType<typeof setTimeout> | undefined;
+  #accepted = 0;
 
   #segments = 0;
   #failures = 0;
@@ -269,6 +277,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         );
       }
     }
+    const stepRule = options.stepRule ?? "doubling";
+    if (stepRule !== "doubling" && stepRule !== "rate") {
+      throw new TypeError(
+        `KvId option stepRule must be "doubling" or "rate", got ${describe(stepRule)}`,
+      );
+    }
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
@@ -303,7 +317,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#options = options;
     this.#bigint = options.bigint ?? false;
     this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
-    this.#sizer = new StepSizer(minStep, maxStep, segmentDuration);
+    this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule);
     this.#minStep = minStep;
     this.#maxStep = maxStep;
     this.#timeout = timeout;
@@ -315,13 +329,15 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   // The hot path: no I/O, no lock, no allocation but the promise.
   async next(): Promise<T> {
-    const s = this.#buf.current;
-    if (s.used < s.size) {
-      const i = s.used++;
-      if (i >= s.prefetchFrom) this.#pump();
-      return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
+    let s = this.#buf.current;
+    if (s.used >= s.size) {
+      // Used up: switch to the segment reserved ahead, or wait (no waiter queues while one is).
+      if (!this.#buf.advance()) return await this.#wait(1, undefined) as T;
+      s = this.#buf.current;
     }
-    return await this.#wait(1, undefined) as T;
+    const i = s.used++;
+    if (i >= s.prefetchFrom) this.#prefetchSoon();
+    return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
   }
 
   async nextBatch(count: number): Promise<T[]> {
@@ -330,7 +346,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     let got = 0;
     if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
     if (got === count) {
-      if (this.#buf.wantsNext) this.#pump();
+      if (this.#buf.wantsNext) this.#prefetchSoon();
       return ids;
     }
     return await this.#wait(count, ids, got) as T[];
@@ -348,7 +364,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       lastFetchMs: this.#lastFetchMs,
       high: this.#buf.high,
       rollbacks: this.#rollbacks,
-      reserving: this.#inflight !== undefined,
+      reserving: this.#inflight !== undefined || this.#prefetchTimer !== undefined,
       lastError: this.#lastError,
     };
   }
@@ -361,6 +377,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#rejectWaiters(() => this.#closedError());
       clearTimeout(this.#backoffTimer);
       this.#backoffTimer = undefined;
+      clearTimeout(this.#prefetchTimer);
+      this.#prefetchTimer = undefined;
     }
     await this.#inflight;
   }
@@ -488,6 +506,22 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     }
   }
 
+  /**
+   * Start the prefetch from a task of its own, so the call that crosses the mark does not pay
+   * for sending the command (the client's encoding and write, and their promise chain).
+   */
+  #prefetchSoon(): void {
+    if (
+      this.#prefetchTimer !== undefined || this.#inflight !== undefined ||
+      this.#buf.ahead.length > 0 || this.#closed ||
+      (this.#retryAt !== 0 && performance.now() < this.#retryAt)
+    ) return;
+    this.#prefetchTimer = setTimeout(() => {
+      this.#prefetchTimer = undefined;
+      this.#pump();
+    }, 0);
+  }
+
   /** Start a reservation if one is wanted and none is in flight (single flight). */
   #pump(): void {
     if (this.#inflight !== undefined || this.#closed) return;
@@ -533,7 +567,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       if (this.#closed) return;
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
-      this.#sizer.reserved(this.#clock());
+      // IDs taken or asked for so far: what the rate rule measures.
+      this.#sizer.reserved(this.#clock(), this.#accepted - this.#buf.remaining + this.#demand);
       const lowest = reply.ranges[0]?.first;
       if (lowest !== undefined && lowest < 1n) {
         // Hostile data, not a rollback of ours: the range is spent, nothing below 1 is issued.
@@ -555,6 +590,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         );
       }
       if (typeof added === "string") throw this.#refusal(added, last);
+      this.#accepted += added;
       this.#failuresInRow = 0;
       this.#retryAt = 0;
       this.#lastError = undefined;

@@ -68,10 +68,28 @@ Deno.test("SegmentBuffer: several ranges form one reservation, prefetch at 20% o
   assert.equal(buf.ahead[0].prefetchFrom, 2, "taking index 2 of the last leaves 2 of 10");
 });
 
-Deno.test("StepSizer: doubles when faster than segmentDuration, halves when slower", () => {
-  const s = new StepSizer(1, 16, 1000);
-  const steps = [0, 10, 20, 30, 40, 50, 60, 2000, 4000, 4500].map((t) => s.reserved(t));
+Deno.test("StepSizer doubling: doubles when faster than segmentDuration, halves when slower", () => {
+  const s = new StepSizer(1, 16, 1000, "doubling");
+  const steps = [0, 10, 20, 30, 40, 50, 60, 2000, 4000, 4500].map((t) => s.reserved(t, 0));
   assert.deepEqual(steps, [1, 2, 4, 8, 16, 16, 16, 8, 4, 8]);
+});
+
+Deno.test("StepSizer rate: sized by the measured rate, at most x16 up and /2 down a time", () => {
+  // 50 IDs per ms, a 1 s target: 50,000 per segment.
+  const s = new StepSizer(1, 1_000_000, 1000, "rate");
+  assert.equal(s.reserved(0, 0), 1, "no rate yet");
+  assert.equal(s.reserved(10, 500), 16, "x16 at most");
+  assert.equal(s.reserved(20, 1000), 256);
+  assert.equal(s.reserved(30, 1500), 4096);
+  assert.equal(s.reserved(40, 2000), 50_000, "settled on rate x segmentDuration");
+  assert.equal(s.reserved(1040, 52_000), 50_000, "stays");
+  assert.equal(s.reserved(11_040, 52_100), 25_000, "idle: /2 at most");
+  const capped = new StepSizer(10, 100, 1000, "rate");
+  capped.reserved(0, 0);
+  assert.equal(capped.reserved(10, 1e6), 100, "never above maxStep");
+  assert.equal(capped.reserved(1e9, 1e6), 50);
+  for (let t = 2e9; t < 3e9; t += 1e8) capped.reserved(t, 1e6);
+  assert.equal(capped.step, 10, "never below minStep");
 });
 
 Deno.test("a reply that comes after the timeout is dropped: its range is never issued", async () => {

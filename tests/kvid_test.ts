@@ -122,6 +122,29 @@ for (const kind of CLIENTS) {
       assert.deepEqual(spy.counts, [1, 1, 2, 4, 8, 8, 8, 4, 2, 1, 1]);
     });
 
+    await t.step("stepRule rate: sized by the measured rate, bounded moves", async () => {
+      const clock = manualClock();
+      const spy = new Spy(redis);
+      await using id = new KvId(field("step-rate"), {
+        redis: spy,
+        maxStep: 100_000,
+        segmentDuration: 1000,
+        prefetchAt: 0,
+        stepRule: "rate",
+        clock: clock.now,
+      });
+      const round = async (ms: number) => {
+        clock.advance(ms);
+        await id.next();
+        for (let n = id.stats().remaining; n > 0; n--) await id.next();
+      };
+      for (let i = 0; i < 7; i++) await round(10);
+      for (let i = 0; i < 2; i++) await round(100_000);
+      // Each step is the rate seen over the previous interval x 1 s, moving at most x16 up, /2
+      // down: maxStep after 7 reservations (the doubling rule needs 18), then halving when idle.
+      assert.deepEqual(spy.counts, [1, 1, 16, 100, 1600, 10_000, 100_000, 100_000, 50_000]);
+    });
+
     await t.step("interleaves with raw HINCRBY from the Rust crate without collision", async () => {
       const name = field("rust");
       await using id = new KvId(name, { redis, minStep: 3, maxStep: 50 });

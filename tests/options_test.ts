@@ -48,6 +48,7 @@ Deno.test("options: wrong types are TypeErrors, out of range RangeErrors, each n
     [{ guard: 1 }, TypeError, /guard must be a boolean/],
     [{ rollbackMargin: -1 }, RangeError, /rollbackMargin/],
     [{ clock: 5 }, TypeError, /clock must be a function/],
+    [{ stepRule: "halving" }, TypeError, /stepRule must be "doubling" or "rate"/],
     [{ redis: {} }, TypeError, /redis must be a client with hincrby/],
     [{ redis: "redis://x" }, TypeError, /redis must be a client/],
     [{ store: {} }, TypeError, /store must have a reserve/],
