@@ -197,6 +197,7 @@ const MAX_NAME_BYTES = 4096;
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
 const BACKOFF_BASE_MS = 20;
+const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
 
 interface Waiter<T> {
@@ -234,6 +235,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #closed = false;
   #prefetchTimer: ReturnType<typeof setTimeout> | undefined;
   #accepted = 0;
+  #slowTrip = 0;
+  #leadAt: number | undefined;
+  #leadTaken = 0;
 
   #segments = 0;
   #failures = 0;
@@ -522,6 +526,21 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     }, 0);
   }
 
+  /**
+   * How many IDs should be left when the next reservation starts so that, at the rate seen since
+   * the previous reservation, they last `LEAD_ROUND_TRIPS` of the slowest recent round trips.
+   * `prefetchAt` alone can be too little when segments are short and the network slow.
+   */
+  #prefetchLead(now: number): number {
+    this.#slowTrip = Math.max(this.#lastFetchMs ?? 0, this.#slowTrip * 0.8);
+    const taken = this.#accepted - this.#buf.remaining;
+    const lastAt = this.#leadAt;
+    const rate = lastAt === undefined ? 0 : (taken - this.#leadTaken) / Math.max(now - lastAt, 1);
+    this.#leadAt = now;
+    this.#leadTaken = taken;
+    return rate * this.#slowTrip * LEAD_ROUND_TRIPS;
+  }
+
   /** Start a reservation if one is wanted and none is in flight (single flight). */
   #pump(): void {
     if (this.#inflight !== undefined || this.#closed) return;
@@ -565,7 +584,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       attempt.catch(() => {});
       const reply = await Promise.race([attempt, timeout]);
       if (this.#closed) return;
-      this.#lastFetchMs = performance.now() - started;
+      const now = performance.now();
+      this.#lastFetchMs = now - started;
+      const lead = this.#prefetchLead(now);
       this.#segments++;
       // IDs taken or asked for so far: what the rate rule measures.
       this.#sizer.reserved(this.#clock(), this.#accepted - this.#buf.remaining + this.#demand);
@@ -581,7 +602,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       // A range starting at or below the mark: the counter went back, even if part of the
       // range is still above the mark (without guard nothing raised it).
       const below = floor > 0n && reply.ranges.length > 0 && reply.ranges[0].first <= floor;
-      const added = this.#buf.add(reply.ranges);
+      const added = this.#buf.add(reply.ranges, lead);
       const last = reply.ranges.at(-1)?.last ?? 0n;
       if (reply.raised || below || added === "rollback") {
         this.#rollbacks++;

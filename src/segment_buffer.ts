@@ -59,10 +59,11 @@ export class SegmentBuffer {
   }
 
   /**
-   * Add the ranges of one reservation, in increasing order, behind what is buffered. Returns
-   * how many IDs were added, or why none could be.
+   * Add the ranges of one reservation, in increasing order, behind what is buffered. With
+   * prefetch on, the next reservation is wanted when `prefetchAt` of it is left, or when
+   * `leadIds` are left if that is more. Returns how many IDs were added, or why none could be.
    */
-  add(ranges: readonly IdRange[]): number | Refusal {
+  add(ranges: readonly IdRange[], leadIds = 0): number | Refusal {
     const kept: IdRange[] = [];
     let unsafe = false;
     for (let { first, last } of ranges) {
@@ -81,7 +82,9 @@ export class SegmentBuffer {
     if (kept.length === 0) return unsafe ? "unsafe" : "rollback";
     let total = 0;
     for (const r of kept) total += Number(r.last - r.first + 1n);
-    const leftAtMark = this.#prefetchAt > 0 ? Math.floor(this.#prefetchAt * total) : -1;
+    const leftAtMark = this.#prefetchAt > 0
+      ? Math.max(Math.floor(this.#prefetchAt * total), Math.ceil(leadIds))
+      : -1;
     for (let i = 0; i < kept.length; i++) {
       const { first, last } = kept[i];
       const size = Number(last - first + 1n);
