@@ -531,7 +531,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
    * the previous reservation, they last `LEAD_ROUND_TRIPS` of the slowest recent round trips.
    * `prefetchAt` alone can be too little when segments are short and the network slow.
    */
-  #prefetchLead(now: number): number {
+  #prefetchLead(now: number): number { // `now` on the step clock
     this.#slowTrip = Math.max(this.#lastFetchMs ?? 0, this.#slowTrip * 0.8);
     const taken = this.#accepted - this.#buf.remaining;
     const lastAt = this.#leadAt;
@@ -586,7 +586,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       if (this.#closed) return;
       const now = performance.now();
       this.#lastFetchMs = now - started;
-      const lead = this.#prefetchLead(now);
+      const lead = this.#prefetchLead(this.#clock());
       this.#segments++;
       // IDs taken or asked for so far: what the rate rule measures.
       this.#sizer.reserved(this.#clock(), this.#accepted - this.#buf.remaining + this.#demand);

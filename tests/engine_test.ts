@@ -176,3 +176,27 @@ Deno.test("the floor sent is the high-water mark; a raised counter is reported",
   await store.called(3);
   store.answer(2, 111n, 115n);
 });
+
+Deno.test("prefetch starts earlier when what is left would not outlast four round trips", async () => {
+  const store = new ScriptedStore();
+  let now = 0;
+  await using id = new KvId("x", { store, minStep: 100, maxStep: 100, clock: () => now });
+  const first = id.next();
+  await store.called(1);
+  await new Promise((r) => setTimeout(r, 20)); // a slow round trip: 20 ms or more
+  store.answer(0, 1n, 100n);
+  assert.equal(await first, 1);
+  for (let i = 2; i <= 79; i++) await id.next();
+  assert.equal(id.stats().reserving, false, "21 of 100 left: prefetchAt 0.2 not reached");
+  await id.next(); // 20 left
+  assert.equal(id.stats().reserving, true);
+  await store.called(2);
+  now += 1; // 80 IDs taken in 1 ms, and round trips of 16 ms or more: 5,000+ IDs needed ahead
+  store.answer(1, 101n, 200n);
+  for (let i = 81; i <= 100; i++) await id.next();
+  assert.equal(id.stats().reserving, false);
+  assert.equal(await id.next(), 101);
+  assert.equal(id.stats().reserving, true, "the next reservation starts at the first ID");
+  await store.called(3);
+  store.answer(2, 201n, 300n);
+});
