@@ -1,7 +1,7 @@
 /**
  * Suite 5, step adaptation, simulated (no server): from a cold start at a steady consumption
- * rate, how many reservations until the step settles, with the doubling rule of `src/step.ts`
- * and with the rate-based rules prototyped here.
+ * rate, how many reservations until the step settles, with both rules of `src/step.ts` (the
+ * `stepRule` option) and an unbounded rate rule prototyped here for comparison.
  *
  * The simulator follows KvId's reservation logic: single flight, a reservation starts when a
  * call waits or when `prefetchAt` of the last reservation is left, asks for
@@ -22,7 +22,7 @@
  * @module
  */
 
-import { StepSizer } from "../src/step.ts";
+import { type StepRule, StepSizer } from "../src/step.ts";
 import { metric } from "./_server.ts";
 
 /** What the simulator asks of a step rule. */
@@ -46,14 +46,15 @@ export interface Bounds {
   segmentDuration: number;
 }
 
-/** The doubling rule of `src/step.ts`, as is. */
-export function doubling(b: Bounds): Sizer {
-  const s = new StepSizer(b.minStep, b.maxStep, b.segmentDuration);
+/** A rule of `src/step.ts` (what KvId runs), as is: it takes the running total of IDs taken. */
+export function engine(b: Bounds, rule: StepRule): Sizer {
+  const s = new StepSizer(b.minStep, b.maxStep, b.segmentDuration, rule);
+  let taken = 0;
   return {
     get step() {
       return s.step;
     },
-    reserved: (now) => s.reserved(now),
+    reserved: (now, consumed) => s.reserved(now, taken += consumed),
   };
 }
 
@@ -237,9 +238,9 @@ function gamma(rand: () => number, k: number, perMs: number): number {
 const DEFAULTS: Bounds = { minStep: 1, maxStep: 1_000_000, segmentDuration: 600_000 };
 
 const RULES: Record<string, (b: Bounds) => Sizer> = {
-  "doubling (src/step.ts)": doubling,
-  "rate, unbounded": (b) => rateRule(b),
-  "rate, x16 up, /2 down": (b) => rateRule(b, 16, 2),
+  'stepRule "doubling" (default)': (b) => engine(b, "doubling"),
+  'stepRule "rate" (x16 up, /2 down)': (b) => engine(b, "rate"),
+  "rate, unbounded (prototype)": (b) => rateRule(b),
 };
 
 const SCENARIOS: Record<string, Scenario> = {};
