@@ -9,6 +9,7 @@
  * @module
  */
 
+export { lines } from "../tests/lines.ts";
 import { createClient } from "redis";
 import { fromNodeRedis, type RedisClient } from "../mod.ts";
 import { command, startServer } from "../tests/server.ts";
@@ -222,18 +223,4 @@ export function warmUpBench(fn: () => Promise<void>, n = 40): void {
 /** Resolve after `ms` milliseconds (pacing a consumer, not synchronisation). */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The lines of a byte stream (a child process' stdout, or stdin). */
-export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  let rest = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    rest += chunk;
-    let nl;
-    while ((nl = rest.indexOf("\n")) >= 0) {
-      yield rest.slice(0, nl);
-      rest = rest.slice(nl + 1);
-    }
-  }
-  if (rest) yield rest;
 }

@@ -21,13 +21,23 @@ export interface OpenClient extends AsyncDisposable {
 export async function openClient(
   kind: ClientKind,
   url: string,
-  options: { readyCheck?: boolean } = {},
+  options: {
+    readyCheck?: boolean;
+    /**
+     * Commands fail at once while the server is unreachable (no offline queue, no per-request
+     * retries), so the generator's own retries and backoff are what is seen.
+     */
+    failFast?: boolean;
+  } = {},
 ): Promise<OpenClient> {
+  const failFast = options.failFast ?? false;
+  // Reconnect quickly and forever (tests stop a server and start it again).
+  const reconnect = (n: number) => failFast ? Math.min(20 * n, 200) : Math.min(50 * n, 500);
   if (kind === "node-redis") {
     const client = createClient({
       url,
-      // Reconnect quickly and forever (tests stop a server and start it again).
-      socket: { reconnectStrategy: (n: number) => Math.min(50 * n, 500), connectTimeout: 2000 },
+      disableOfflineQueue: failFast,
+      socket: { reconnectStrategy: reconnect, connectTimeout: 2000 },
     });
     client.on("error", () => {}); // reconnect errors are expected in fault tests
     await client.connect();
@@ -39,8 +49,9 @@ export async function openClient(
   }
   const client = new Redis(url, {
     lazyConnect: true,
-    retryStrategy: (n: number) => Math.min(50 * n, 500),
-    maxRetriesPerRequest: null,
+    retryStrategy: reconnect,
+    enableOfflineQueue: !failFast,
+    maxRetriesPerRequest: failFast ? 0 : null,
     // ioredis' ready check (INFO) fails on a server that wants a password we lack.
     enableReadyCheck: options.readyCheck ?? true,
   });

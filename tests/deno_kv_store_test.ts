@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { KvId, KvIdError, type ReserveOptions } from "../mod.ts";
 import { DenoKvStore, type DenoKvStoreStats } from "../src/deno_kv_store.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
+import { lines } from "./lines.ts";
 
 const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
 
@@ -297,20 +298,6 @@ interface WorkerResult {
   ids: number[];
   store: DenoKvStoreStats;
   segments: number;
-}
-
-/** Split a byte stream into lines. */
-async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  let rest = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    rest += chunk;
-    let nl;
-    while ((nl = rest.indexOf("\n")) >= 0) {
-      yield rest.slice(0, nl);
-      rest = rest.slice(nl + 1);
-    }
-  }
-  if (rest !== "") yield rest;
 }
 
 Deno.test("4 processes sharing one KV file: all IDs unique, conflicts retried", async () => {

@@ -6,10 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { createClient } from "redis";
-import { Redis } from "ioredis";
-import { fromIoredis, fromNodeRedis, type RedisClient } from "../../mod.ts";
-import type { ClientKind, OpenClient } from "../clients.ts";
+import type { RedisClient } from "../../mod.ts";
+import { type ClientKind, type OpenClient, openClient } from "../clients.ts";
 import { command } from "../server.ts";
 export { assertIncreasing, rejectsWith } from "../assert.ts";
 
@@ -195,34 +193,8 @@ export function spawnProducer(o: ProducerOptions): Producer {
  * A real client whose commands fail at once while the server is unreachable (no offline
  * queue), so the generator's own retries and backoff are what is seen.
  */
-export async function openFailFastClient(kind: ClientKind, url: string): Promise<OpenClient> {
-  if (kind === "node-redis") {
-    const client = createClient({
-      url,
-      disableOfflineQueue: true,
-      socket: { reconnectStrategy: (n: number) => Math.min(20 * n, 200), connectTimeout: 2000 },
-    });
-    client.on("error", () => {});
-    await client.connect();
-    const close = () => {
-      client.destroy();
-      return Promise.resolve();
-    };
-    return { redis: fromNodeRedis(client), close, [Symbol.asyncDispose]: close };
-  }
-  const client = new Redis(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    retryStrategy: (n: number) => Math.min(20 * n, 200),
-    maxRetriesPerRequest: 0,
-  });
-  client.on("error", () => {});
-  await client.connect();
-  const close = () => {
-    client.disconnect(false);
-    return Promise.resolve();
-  };
-  return { redis: fromIoredis(client), close, [Symbol.asyncDispose]: close };
+export function openFailFastClient(kind: ClientKind, url: string): Promise<OpenClient> {
+  return openClient(kind, url, { failFast: true });
 }
 
 /**
