@@ -78,7 +78,7 @@ export interface Store {
 // ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, and returns
 // the value as a string so values above 2^53 survive. A non-integer field is left for HINCRBY to
 // refuse.
-const RESERVE_SCRIPT = `if redis.call('HEXISTS', KEYS[1], '\\0layout:' .. ARGV[1]) == 1 then
+const RESERVE_SCRIPT = `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
   return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
 end
 local raised = 0
