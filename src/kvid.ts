@@ -217,7 +217,6 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #bigint: boolean;
   readonly #buf: SegmentBuffer;
   readonly #sizer: StepSizer;
-  readonly #minStep: number;
   readonly #maxStep: number;
   readonly #timeout: number;
   readonly #guard: boolean;
@@ -322,7 +321,6 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#bigint = options.bigint ?? false;
     this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
     this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule);
-    this.#minStep = minStep;
     this.#maxStep = maxStep;
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
@@ -531,9 +529,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
    * the previous reservation, they last `LEAD_ROUND_TRIPS` of the slowest recent round trips.
    * `prefetchAt` alone can be too little when segments are short and the network slow.
    */
-  #prefetchLead(now: number): number { // `now` on the step clock
+  #prefetchLead(now: number, taken: number): number {
     this.#slowTrip = Math.max(this.#lastFetchMs ?? 0, this.#slowTrip * 0.8);
-    const taken = this.#accepted - this.#buf.remaining;
     const lastAt = this.#leadAt;
     const rate = lastAt === undefined ? 0 : (taken - this.#leadTaken) / Math.max(now - lastAt, 1);
     this.#leadAt = now;
@@ -584,12 +581,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       attempt.catch(() => {});
       const reply = await Promise.race([attempt, timeout]);
       if (this.#closed) return;
-      const now = performance.now();
-      this.#lastFetchMs = now - started;
-      const lead = this.#prefetchLead(this.#clock());
+      this.#lastFetchMs = performance.now() - started;
       this.#segments++;
-      // IDs taken or asked for so far: what the rate rule measures.
-      this.#sizer.reserved(this.#clock(), this.#accepted - this.#buf.remaining + this.#demand);
+      // IDs taken or asked for so far: what the step rule and the prefetch lead measure.
+      const now = this.#clock();
+      const taken = this.#accepted - this.#buf.remaining + this.#demand;
+      this.#sizer.reserved(now, taken);
+      const lead = this.#prefetchLead(now, taken);
       const lowest = reply.ranges[0]?.first;
       if (lowest !== undefined && lowest < 1n) {
         // Hostile data, not a rollback of ours: the range is spent, nothing below 1 is issued.
