@@ -6,7 +6,23 @@
 
 import type { RedisClient } from "./redis_store.ts";
 
-/** The part of a node-redis 5 client (`createClient()` or `createCluster()`) the adapter uses. */
+/**
+ * The part of a node-redis 5 client (`createClient()` or `createCluster()`) the adapter uses.
+ *
+ * @example A stand-in for a node-redis client
+ * ```ts
+ * import { fromNodeRedis, type NodeRedisLike } from "@kvid/core";
+ *
+ * let counter = 0; // `await createClient().connect()` from npm:redis in an app
+ * const client: NodeRedisLike = {
+ *   hIncrBy: (_key, _field, n) => Promise.resolve(counter += n),
+ *   eval: () => Promise.reject(new Error("no scripting")),
+ *   evalSha: () => Promise.reject(new Error("no scripting")),
+ * };
+ * const redis = fromNodeRedis(client);
+ * console.assert(await redis.hincrby("kvid", "order", 10) === 10);
+ * ```
+ */
 export interface NodeRedisLike {
   /** `HINCRBY`. */
   hIncrBy(key: string, field: string, increment: number): Promise<unknown>;
@@ -23,7 +39,20 @@ export interface NodeRedisLike {
   withTypeMapping?: unknown;
 }
 
-/** The part of an ioredis client (`new Redis()` or `new Cluster()`) the adapter uses. */
+/**
+ * The part of an ioredis client (`new Redis()` or `new Cluster()`) the adapter uses.
+ *
+ * @example A stand-in for an ioredis client
+ * ```ts
+ * import { fromIoredis, type IoredisLike } from "@kvid/core";
+ *
+ * const sent: string[] = []; // `new Redis()` from npm:ioredis in an app
+ * const record = (...argv: unknown[]) => Promise.resolve(sent.push(argv.join(" ")));
+ * const client: IoredisLike = { hincrby: record, eval: record, evalsha: record, call: record };
+ * await fromIoredis(client).evalsha("f00d", ["kvid"], ["order", "10"]);
+ * console.assert(sent[0] === "f00d 1 kvid order 10"); // sha1, numkeys, keys, then args
+ * ```
+ */
 export interface IoredisLike {
   /** `HINCRBY`. */
   hincrby(key: string, field: string, increment: number): Promise<unknown>;
@@ -104,7 +133,21 @@ export function fromIoredis(client: IoredisLike): RedisClient {
   };
 }
 
-/** The part of Bun's built-in Redis client (`RedisClient` from `"bun"`) the adapter uses. */
+/**
+ * The part of Bun's built-in Redis client (`RedisClient` from `"bun"`) the adapter uses.
+ *
+ * @example A stand-in for Bun's client
+ * ```ts
+ * import { type BunRedisLike, fromBunRedis } from "@kvid/core";
+ *
+ * const sent: string[] = []; // `new RedisClient()` from "bun" in an app
+ * const client: BunRedisLike = {
+ *   send: (command, args) => Promise.resolve(sent.push([command, ...args].join(" "))),
+ * };
+ * await fromBunRedis(client).hincrby("kvid", "order", 10);
+ * console.assert(sent[0] === "HINCRBY kvid order 10");
+ * ```
+ */
 export interface BunRedisLike {
   /** Any command as a name and string arguments. */
   send(command: string, args: string[]): Promise<unknown>;

@@ -6,7 +6,19 @@
 
 import { checkRedisSource, type RedisSource } from "./redis_store.ts";
 
-/** What {@linkcode configure} sets. */
+/**
+ * What {@linkcode configure} sets.
+ *
+ * @example Set a default, then clear it
+ * ```ts
+ * import { configure, type KvIdDefaults, type RedisClient } from "@kvid/core";
+ *
+ * const connect = (): Promise<RedisClient> => Promise.reject(new Error("not in this example"));
+ * const defaults: KvIdDefaults = { redis: connect };
+ * configure(defaults);
+ * configure({ redis: undefined }); // a key set to undefined clears it
+ * ```
+ */
 export interface KvIdDefaults {
   /** The client (or a factory of it) used by generators created without a `redis` option. */
   redis?: RedisSource;

@@ -19,10 +19,41 @@ import {
   toKvIdError,
 } from "./redis_store.ts";
 
-/** How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`. */
+/**
+ * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
+ *
+ * @example One serial in each format
+ * ```ts
+ * import { DailyId, type DailyIdFormat } from "@kvid/core";
+ *
+ * // Seq 1 of 2026-11-30 with 4 digits:
+ * const shapes: Record<DailyIdFormat, number | bigint | string> = {
+ *   number: 202611300001,
+ *   bigint: 202611300001n,
+ *   string: "202611300001", // keeps the zeros: a fixed-width ticket number
+ * };
+ * const TICKET = new DailyId("ticket", { digits: 4, format: "string" });
+ * for (const id of Object.values(shapes)) console.assert(TICKET.parse(id).seq === 1);
+ * ```
+ */
 export type DailyIdFormat = "number" | "bigint" | "string";
 
-/** Options of {@linkcode DailyId}. Every one is optional and validated at construction. */
+/**
+ * Options of {@linkcode DailyId}. Every one is optional and validated at construction.
+ *
+ * @example Order numbers dated in Shanghai
+ * ```ts
+ * import { DailyId, type DailyIdOptions } from "@kvid/core";
+ *
+ * const options = {
+ *   timeZone: "Asia/Shanghai", // days start at midnight Shanghai time
+ *   digits: 6, // up to 999,999 orders a day
+ *   keepDays: 30, // delete the counters of days older than that
+ * } satisfies DailyIdOptions;
+ * const ORDER_NO = new DailyId("order", options); // validated now, connects on first use
+ * console.assert(ORDER_NO.key === "kvid:daily:order");
+ * ```
+ */
 export interface DailyIdOptions {
   /**
    * The Redis client, or a function returning one (called on first use and shared).
@@ -78,7 +109,27 @@ export interface DailyIdOptions {
   stepRule?: StepRule;
 }
 
-/** A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}. */
+/**
+ * A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}.
+ *
+ * @example After the first ID of a day
+ * ```ts
+ * import { DailyId, type DailyIdStats, type Store } from "@kvid/core";
+ *
+ * let counter = 0n; // an in-memory counter standing in for Redis
+ * const store: Store = {
+ *   reserve(_key, _field, count) {
+ *     const first = counter + 1n;
+ *     counter += BigInt(count);
+ *     return Promise.resolve({ ranges: [{ first, last: counter }], raised: false });
+ *   },
+ * };
+ * await using ORDER_NO = new DailyId("order", { store, clock: () => Date.UTC(2026, 10, 30, 12) });
+ * console.assert(await ORDER_NO.next() === 20261130000001);
+ * const stats: DailyIdStats = ORDER_NO.stats();
+ * console.assert(stats.day === "20261130" && stats.days === 1 && !stats.full);
+ * ```
+ */
 export interface DailyIdStats {
   /** The generator's name. */
   name: string;
@@ -100,13 +151,40 @@ export interface DailyIdStats {
   counter: KvIdStats | undefined;
 }
 
-/** The detail of a `"rollback"` event of {@linkcode DailyId}. */
+/**
+ * The detail of a `"rollback"` event of {@linkcode DailyId}.
+ *
+ * @example Log a day's counter that went backwards
+ * ```ts
+ * import { DailyId, type DailyRollbackDetail } from "@kvid/core";
+ *
+ * const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" });
+ * ORDER_NO.addEventListener("rollback", (e) => {
+ *   const { day, floor, last } = (e as CustomEvent<DailyRollbackDetail>).detail;
+ *   console.warn(`order counter of ${day} was below seq ${floor}: raised, reserved up to ${last}`);
+ * });
+ * ```
+ */
 export interface DailyRollbackDetail extends RollbackDetail {
   /** The day (`yyyymmdd`) whose counter was found below its floor. */
   day: string;
 }
 
-/** The detail of a `"cleanup"` event of {@linkcode DailyId} (automatic cleanup, `keepDays`). */
+/**
+ * The detail of a `"cleanup"` event of {@linkcode DailyId} (automatic cleanup, `keepDays`).
+ *
+ * @example Log the automatic cleanup
+ * ```ts
+ * import { type DailyCleanupDetail, DailyId } from "@kvid/core";
+ *
+ * const ORDER_NO = new DailyId("order", { keepDays: 30 });
+ * ORDER_NO.addEventListener("cleanup", (e) => {
+ *   const { before, deleted, error } = (e as CustomEvent<DailyCleanupDetail>).detail;
+ *   if (error) console.error(`could not delete the counters of days before ${before}`, error);
+ *   else console.info(`deleted ${deleted} counters of days before ${before}`);
+ * });
+ * ```
+ */
 export interface DailyCleanupDetail {
   /** Fields of days before this one (`yyyymmdd`) were deleted. */
   before: string;
@@ -116,7 +194,18 @@ export interface DailyCleanupDetail {
   error: KvIdError | undefined;
 }
 
-/** A serial number taken apart by {@linkcode DailyId.parse}. */
+/**
+ * A serial number taken apart by {@linkcode DailyId.parse}.
+ *
+ * @example Read an order number
+ * ```ts
+ * import { DailyId, type DailySerial } from "@kvid/core";
+ *
+ * const ORDER_NO = new DailyId("order"); // 6 digits of seq after yyyymmdd
+ * const serial: DailySerial = ORDER_NO.parse(20261130000042);
+ * console.assert(serial.day === "20261130" && serial.seq === 42);
+ * ```
+ */
 export interface DailySerial {
   /** The day, `yyyymmdd`. */
   day: string;
@@ -193,7 +282,19 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** The constructor of {@linkcode DailyId}. */
+/**
+ * The constructor of {@linkcode DailyId}.
+ *
+ * @example The `format` option picks the type of the IDs
+ * ```ts
+ * import { DailyId } from "@kvid/core";
+ *
+ * const ORDER_NO: DailyId<number> = new DailyId("order"); // 20261130000001
+ * const BATCH_NO: DailyId<bigint> = new DailyId("batch", { format: "bigint", digits: 10 });
+ * const TICKET: DailyId<string> = new DailyId("ticket", { format: "string", digits: 4 });
+ * console.assert(ORDER_NO.digits === 6 && BATCH_NO.digits === 10 && TICKET.digits === 4);
+ * ```
+ */
 export interface DailyIdConstructor {
   /**
    * A generator of `bigint` IDs.

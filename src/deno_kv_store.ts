@@ -44,10 +44,40 @@ export type { IdRange } from "./segment_buffer.ts";
  * Where a {@linkcode DenoKvStore} gets its database: an open `Deno.Kv` (yours to close), a path
  * for `Deno.openKv(path)` (`":memory:"` for a throwaway one), or a function returning a
  * `Deno.Kv` (sync or async). A path or a function is opened on the first reservation.
+ *
+ * @example The three kinds of source
+ * ```ts
+ * import { type DenoKvSource, DenoKvStore } from "@kvid/core/deno-kv";
+ *
+ * using kv = await Deno.openKv(":memory:"); // an open Deno.Kv stays yours to close
+ * const sources: DenoKvSource[] = [kv, ":memory:", () => Deno.openKv(":memory:")];
+ * for (const source of sources) {
+ *   using store = new DenoKvStore(source); // a path or a function: opened and closed by the store
+ *   const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+ *   const { ranges } = await store.reserve("kvid", "order", 5, options);
+ *   console.assert(ranges[0].first === 1n && ranges[0].last === 5n);
+ * }
+ * ```
  */
 export type DenoKvSource = Deno.Kv | string | (() => Deno.Kv | Promise<Deno.Kv>);
 
-/** Options of {@linkcode DenoKvStore}. */
+/**
+ * Options of {@linkcode DenoKvStore}.
+ *
+ * @example Counters under a prefix in a shared database
+ * ```ts
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore, type DenoKvStoreOptions } from "@kvid/core/deno-kv";
+ *
+ * using kv = await Deno.openKv(":memory:");
+ * const options: DenoKvStoreOptions = { prefix: ["shop", "ids"], maxAttempts: 8 };
+ * using store = new DenoKvStore(kv, options);
+ * await using ORDER_ID = new KvId("order", { store, minStep: 10 });
+ * console.assert(await ORDER_ID.next() === 1);
+ * const entry = await kv.get<Deno.KvU64>(["shop", "ids", "kvid", "order"]);
+ * console.assert(entry.value?.value === 10n); // one reservation of 10 IDs
+ * ```
+ */
 export interface DenoKvStoreOptions {
   /**
    * KV key parts put before `[key, name]`, to keep the counters apart from other data in a
@@ -63,7 +93,19 @@ export interface DenoKvStoreOptions {
   maxBackoff?: number;
 }
 
-/** Counters of a {@linkcode DenoKvStore}, from {@linkcode DenoKvStore.stats}. */
+/**
+ * Counters of a {@linkcode DenoKvStore}, from {@linkcode DenoKvStore.stats}.
+ *
+ * @example After one uncontended reservation
+ * ```ts
+ * import { DenoKvStore, type DenoKvStoreStats } from "@kvid/core/deno-kv";
+ *
+ * using store = new DenoKvStore(":memory:");
+ * await store.reserve("kvid", "order", 100, { floor: 0n, raiseTo: 0n, guard: true, exact: true });
+ * const stats: DenoKvStoreStats = store.stats();
+ * console.assert(stats.reservations === 1 && stats.conflicts === 0 && stats.maxAttempts === 1);
+ * ```
+ */
 export interface DenoKvStoreStats {
   /** Reservations committed. */
   reservations: number;

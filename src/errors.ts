@@ -16,6 +16,20 @@
  * - `"overflow"`: the counter would pass 2^63-1.
  * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.
  * - `"rollback"`: the stored counter went below IDs this generator already issued.
+ *
+ * @example Map codes to HTTP statuses
+ * ```ts
+ * import { KvIdError, type KvIdErrorCode } from "@kvid/core";
+ *
+ * // Worth a retry by the client: the store is down or slow, or the process is shutting down.
+ * const RETRY: KvIdErrorCode[] = ["timeout", "connection", "conflict", "closed"];
+ * const status = (err: unknown) =>
+ *   err instanceof KvIdError && RETRY.includes(err.code) ? 503 : 500;
+ *
+ * const at = { key: "kvid", field: "order" };
+ * console.assert(status(new KvIdError("timeout", "no ID within 5000 ms", at)) === 503);
+ * console.assert(status(new KvIdError("overflow", "the counter would pass 2^63-1", at)) === 500);
+ * ```
  */
 export type KvIdErrorCode =
   | "closed"
@@ -28,7 +42,18 @@ export type KvIdErrorCode =
   | "unsafe"
   | "rollback";
 
-/** Options of {@linkcode KvIdError}. */
+/**
+ * Options of {@linkcode KvIdError}.
+ *
+ * @example A custom store reporting a lost connection
+ * ```ts
+ * import { KvIdError, type KvIdErrorOptions } from "@kvid/core";
+ *
+ * const where: KvIdErrorOptions = { key: "kvid", field: "order", cause: new Error("ECONNRESET") };
+ * const err = new KvIdError("connection", "the store could not be reached", where);
+ * console.assert(err.key === "kvid" && err.field === "order" && err.cause === where.cause);
+ * ```
+ */
 export interface KvIdErrorOptions {
   /** The hash key of the counter, e.g. `"kvid"`. */
   key: string;

@@ -9,7 +9,22 @@ import { type RedisClient, type RedisSource, resolveRedis, toKvIdError } from ".
 import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
 import type { IdRange } from "./segment_buffer.ts";
 
-/** Options of {@linkcode InterleavedStore}. */
+/**
+ * Options of {@linkcode InterleavedStore}.
+ *
+ * @example Three servers, blocks of 10,000
+ * ```ts
+ * import { InterleavedStore, type InterleavedStoreOptions, KvId } from "@kvid/core";
+ *
+ * // Factories of the servers' clients, called on the first reservation.
+ * const connect = (port: number) => () =>
+ *   Promise.reject(new Error(`not in this example (port ${port})`));
+ * const options: InterleavedStoreOptions = { block: 10_000, timeout: 2_000 };
+ * const store = new InterleavedStore([connect(6379), connect(6380), connect(6381)], options);
+ * const ORDER_ID = new KvId("order", { store, timeout: 2_000 });
+ * console.assert(ORDER_ID.stats().segments === 0); // no I/O until the first ID
+ * ```
+ */
 export interface InterleavedStoreOptions {
   /** IDs per block, >= 1. Default 1,000. */
   block?: number;

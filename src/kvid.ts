@@ -19,7 +19,23 @@ import type { Segment } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
-/** Options of {@linkcode KvId}. Every one is optional and validated at construction. */
+/**
+ * Options of {@linkcode KvId}. Every one is optional and validated at construction.
+ *
+ * @example Tuned for a busy counter
+ * ```ts
+ * import { KvId, type KvIdOptions } from "@kvid/core";
+ *
+ * const options = {
+ *   key: "ids", // HINCRBY ids order <step>
+ *   minStep: 100, // the first reservation takes 100 IDs
+ *   segmentDuration: 60_000, // aim for one reservation a minute
+ *   timeout: 1_000, // a call without an ID after 1 s rejects
+ * } satisfies KvIdOptions;
+ * const ORDER_ID = new KvId("order", options); // validated now, connects on first use
+ * console.assert(ORDER_ID.key === "ids" && ORDER_ID.stats().step === 100);
+ * ```
+ */
 export interface KvIdOptions {
   /**
    * The Redis client, or a function returning one (called on the first reservation and shared).
@@ -75,7 +91,27 @@ export interface KvIdOptions {
   clock?: () => number;
 }
 
-/** A snapshot of a generator's state, from {@linkcode KvId.stats}. */
+/**
+ * A snapshot of a generator's state, from {@linkcode KvId.stats}.
+ *
+ * @example After the first ID
+ * ```ts
+ * import { KvId, type KvIdStats, type Store } from "@kvid/core";
+ *
+ * let counter = 0n; // an in-memory counter standing in for Redis
+ * const store: Store = {
+ *   reserve(_key, _field, count) {
+ *     const first = counter + 1n;
+ *     counter += BigInt(count);
+ *     return Promise.resolve({ ranges: [{ first, last: counter }], raised: false });
+ *   },
+ * };
+ * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
+ * await ORDER_ID.next();
+ * const stats: KvIdStats = ORDER_ID.stats();
+ * console.assert(stats.segments === 1 && stats.high === 100n && stats.remaining === 99);
+ * ```
+ */
 export interface KvIdStats {
   /** The counter's field. */
   name: string;
@@ -103,7 +139,20 @@ export interface KvIdStats {
   lastError: KvIdError | undefined;
 }
 
-/** The detail of a `"rollback"` event of {@linkcode KvId}. */
+/**
+ * The detail of a `"rollback"` event of {@linkcode KvId}.
+ *
+ * @example Log a counter that went backwards
+ * ```ts
+ * import { KvId, type RollbackDetail } from "@kvid/core";
+ *
+ * const ORDER_ID = new KvId("order");
+ * ORDER_ID.addEventListener("rollback", (e) => {
+ *   const { floor, last } = (e as CustomEvent<RollbackDetail>).detail;
+ *   console.warn(`counter "order" was below ID ${floor}: raised, reserved up to ${last}`);
+ * });
+ * ```
+ */
 export interface RollbackDetail {
   /** The generator's high-water mark, sent as the floor. */
   floor: bigint;
@@ -157,7 +206,18 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** The constructor of {@linkcode KvId}. */
+/**
+ * The constructor of {@linkcode KvId}.
+ *
+ * @example The `bigint` option picks the type of the IDs
+ * ```ts
+ * import { KvId } from "@kvid/core";
+ *
+ * const ORDER_ID: KvId<number> = new KvId("order"); // exact up to 2^53-1
+ * const EVENT_ID: KvId<bigint> = new KvId("event", { bigint: true }); // exact up to 2^63-1
+ * console.assert(ORDER_ID.name === "order" && EVENT_ID.name === "event");
+ * ```
+ */
 export interface KvIdConstructor {
   /**
    * A generator of `bigint` IDs.

@@ -41,10 +41,38 @@ export interface RedisClient {
  * A Redis client, or a function making one (sync or async). A function is called on first use,
  * so a generator declared at module scope connects only when the first ID is asked for; a given
  * function is called once and its client shared by every generator it was passed to.
+ *
+ * @example One factory, shared
+ * ```ts
+ * import { KvId, type RedisClient, type RedisSource } from "@kvid/core";
+ *
+ * // `() => connect({ hostname: "127.0.0.1", port: 6379 })` with jsr:@db/redis in an app.
+ * const redis: RedisSource = (): Promise<RedisClient> =>
+ *   Promise.reject(new Error("not in this example"));
+ * const ORDER_ID = new KvId("order", { redis }); // no I/O yet
+ * const USER_ID = new KvId("user", { redis }); // will share the client of ORDER_ID
+ * console.assert(ORDER_ID.stats().segments === 0 && USER_ID.stats().segments === 0);
+ * ```
  */
 export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
 
-/** What one reservation returned. */
+/**
+ * What one reservation returned.
+ *
+ * @example One counter, and interleaved servers
+ * ```ts
+ * import type { Reservation } from "@kvid/core";
+ *
+ * // `HINCRBY kvid order 100` replied 300: one range.
+ * const plain: Reservation = { ranges: [{ first: 201n, last: 300n }], raised: false };
+ * // Server 1 of 2 with blocks of 10 owns blocks 1, 3, 5, ...: 20 IDs are two ranges.
+ * const interleaved: Reservation = {
+ *   ranges: [{ first: 11n, last: 20n }, { first: 31n, last: 40n }],
+ *   raised: false,
+ * };
+ * console.assert(plain.ranges.length === 1 && interleaved.ranges.length === 2);
+ * ```
+ */
 export interface Reservation {
   /**
    * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
@@ -55,7 +83,19 @@ export interface Reservation {
   raised: boolean;
 }
 
-/** How a reservation is made. */
+/**
+ * How a reservation is made.
+ *
+ * @example What a guarded generator sends
+ * ```ts
+ * import type { ReserveOptions } from "@kvid/core";
+ *
+ * // A `KvId` with `rollbackMargin: 1000` that reserved IDs up to 300: a counter found below
+ * // 300 (a server that lost data) is set to 1,300 before the increment.
+ * const options: ReserveOptions = { floor: 300n, raiseTo: 1_300n, guard: true, exact: false };
+ * console.assert(options.raiseTo - options.floor === 1_000n);
+ * ```
+ */
 export interface ReserveOptions {
   /** The highest ID the caller already holds; the counter is raised to `raiseTo` if below it. */
   floor: bigint;
@@ -67,7 +107,27 @@ export interface ReserveOptions {
   exact: boolean;
 }
 
-/** Reserves ranges of IDs; one call is one atomic reservation. */
+/**
+ * Reserves ranges of IDs; one call is one atomic reservation.
+ *
+ * @example An in-memory store for tests
+ * ```ts
+ * import { KvId, type Store } from "@kvid/core";
+ *
+ * const counters = new Map<string, bigint>(); // HINCRBY semantics, with the floor guard
+ * const memory: Store = {
+ *   reserve(key, field, count, { floor, raiseTo, guard }) {
+ *     const found = counters.get(`${key}/${field}`) ?? 0n;
+ *     const raised = guard && found < floor;
+ *     const last = (raised ? raiseTo : found) + BigInt(count);
+ *     counters.set(`${key}/${field}`, last);
+ *     return Promise.resolve({ ranges: [{ first: last - BigInt(count) + 1n, last }], raised });
+ *   },
+ * };
+ * await using ORDER_ID = new KvId("order", { store: memory });
+ * console.assert(await ORDER_ID.next() === 1 && await ORDER_ID.next() === 2);
+ * ```
+ */
 export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;

@@ -13,6 +13,15 @@
  * - `"rate"`: size the step by the measured rate: IDs taken since the previous reservation
  *   divided by the time since, times `segmentDuration`; moving at most ×16 up and ÷2 down per
  *   reservation, within `minStep`..`maxStep`.
+ *
+ * @example Bursty traffic: follow the measured rate
+ * ```ts
+ * import { KvId, type StepRule } from "@kvid/core";
+ *
+ * const stepRule: StepRule = "rate"; // settles in a few reservations, where doubling takes many
+ * const EVENT_ID = new KvId("event", { stepRule, segmentDuration: 60_000 });
+ * console.assert(EVENT_ID.stats().step === 1); // every rule starts at minStep
+ * ```
  */
 export type StepRule = "doubling" | "rate";
 
