@@ -317,6 +317,13 @@ export interface DailyIdConstructor {
    * @param options See {@linkcode DailyIdOptions}.
    */
   new (name: string, options?: DailyIdOptions & { format?: "number" }): DailyId<number>;
+  /**
+   * A generator whose ID type is known only at run time (options typed `DailyIdOptions`).
+   *
+   * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
+   * @param options See {@linkcode DailyIdOptions}.
+   */
+  new (name: string, options?: DailyIdOptions): DailyId<number | bigint | string>;
   /** The prototype. */
   readonly prototype: DailyId<number | bigint | string>;
 }

@@ -233,6 +233,13 @@ export interface KvIdConstructor {
    * @param options See {@linkcode KvIdOptions}.
    */
   new (name: string, options?: KvIdOptions & { bigint?: false }): KvId<number>;
+  /**
+   * A generator whose ID type is known only at run time (options typed `KvIdOptions`).
+   *
+   * @param name The counter: a field of the hash, non-empty, at most 4,096 UTF-8 bytes.
+   * @param options See {@linkcode KvIdOptions}.
+   */
+  new (name: string, options?: KvIdOptions): KvId<number | bigint>;
   /** The prototype. */
   readonly prototype: KvId<number | bigint>;
 }

@@ -1,7 +1,14 @@
 /** Bad input at construction: a TypeError or RangeError naming what was wrong, no I/O. */
 
 import assert from "node:assert/strict";
-import { configure, fromIoredis, fromNodeRedis, KvId, type RedisClient } from "../mod.ts";
+import {
+  configure,
+  fromIoredis,
+  fromNodeRedis,
+  KvId,
+  type KvIdOptions,
+  type RedisClient,
+} from "../mod.ts";
 
 const redis: RedisClient = {
   hincrby: () => Promise.reject(new Error("no I/O expected")),
@@ -74,6 +81,14 @@ Deno.test("configure() and the adapters check what they are given", () => {
   throws(() => configure(null as never), TypeError, /options object/);
   throws(() => fromNodeRedis({} as never), TypeError, /fromNodeRedis\(client\): .*hIncrBy/);
   throws(() => fromIoredis({ hincrby() {} } as never), TypeError, /fromIoredis\(client\): .*eval/);
+});
+
+Deno.test("options typed KvIdOptions are accepted; the ID type follows `bigint`", () => {
+  const options: KvIdOptions = { redis, minStep: 10 };
+  const either: KvId<number | bigint> = new KvId("x", options);
+  const numbers: KvId<number> = new KvId("x", { redis });
+  const bigints: KvId<bigint> = new KvId("x", { redis, bigint: true });
+  assert.deepEqual([either.name, numbers.name, bigints.name], ["x", "x", "x"]);
 });
 
 Deno.test("construction does no I/O and starts no timer", () => {
