@@ -12,6 +12,7 @@ import type { RedisClient } from "./redis_store.ts";
  * @example A stand-in for a node-redis client
  * ```ts
  * import { fromNodeRedis, type NodeRedisLike } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * let counter = 0; // `await createClient().connect()` from npm:redis in an app
  * const client: NodeRedisLike = {
@@ -20,7 +21,7 @@ import type { RedisClient } from "./redis_store.ts";
  *   evalSha: () => Promise.reject(new Error("no scripting")),
  * };
  * const redis = fromNodeRedis(client);
- * console.assert(await redis.hincrby("kvid", "order", 10) === 10);
+ * assert.ok(await redis.hincrby("kvid", "order", 10) === 10);
  * ```
  */
 export interface NodeRedisLike {
@@ -45,12 +46,13 @@ export interface NodeRedisLike {
  * @example A stand-in for an ioredis client
  * ```ts
  * import { fromIoredis, type IoredisLike } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const sent: string[] = []; // `new Redis()` from npm:ioredis in an app
  * const record = (...argv: unknown[]) => Promise.resolve(sent.push(argv.join(" ")));
  * const client: IoredisLike = { hincrby: record, eval: record, evalsha: record, call: record };
  * await fromIoredis(client).evalsha("f00d", ["kvid"], ["order", "10"]);
- * console.assert(sent[0] === "f00d 1 kvid order 10"); // sha1, numkeys, keys, then args
+ * assert.ok(sent[0] === "f00d 1 kvid order 10"); // sha1, numkeys, keys, then args
  * ```
  */
 export interface IoredisLike {
@@ -139,13 +141,14 @@ export function fromIoredis(client: IoredisLike): RedisClient {
  * @example A stand-in for Bun's client
  * ```ts
  * import { type BunRedisLike, fromBunRedis } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const sent: string[] = []; // `new RedisClient()` from "bun" in an app
  * const client: BunRedisLike = {
  *   send: (command, args) => Promise.resolve(sent.push([command, ...args].join(" "))),
  * };
  * await fromBunRedis(client).hincrby("kvid", "order", 10);
- * console.assert(sent[0] === "HINCRBY kvid order 10");
+ * assert.ok(sent[0] === "HINCRBY kvid order 10");
  * ```
  */
 export interface BunRedisLike {

@@ -25,6 +25,7 @@ import {
  * @example One serial in each format
  * ```ts
  * import { DailyId, type DailyIdFormat } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // Seq 1 of 2026-11-30 with 4 digits:
  * const shapes: Record<DailyIdFormat, number | bigint | string> = {
@@ -33,7 +34,7 @@ import {
  *   string: "202611300001", // keeps the zeros: a fixed-width ticket number
  * };
  * const TICKET = new DailyId("ticket", { digits: 4, format: "string" });
- * for (const id of Object.values(shapes)) console.assert(TICKET.parse(id).seq === 1);
+ * for (const id of Object.values(shapes)) assert.ok(TICKET.parse(id).seq === 1);
  * ```
  */
 export type DailyIdFormat = "number" | "bigint" | "string";
@@ -44,6 +45,7 @@ export type DailyIdFormat = "number" | "bigint" | "string";
  * @example Order numbers dated in Shanghai
  * ```ts
  * import { DailyId, type DailyIdOptions } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const options = {
  *   timeZone: "Asia/Shanghai", // days start at midnight Shanghai time
@@ -51,7 +53,7 @@ export type DailyIdFormat = "number" | "bigint" | "string";
  *   keepDays: 30, // delete the counters of days older than that
  * } satisfies DailyIdOptions;
  * const ORDER_NO = new DailyId("order", options); // validated now, connects on first use
- * console.assert(ORDER_NO.key === "kvid:daily:order");
+ * assert.ok(ORDER_NO.key === "kvid:daily:order");
  * ```
  */
 export interface DailyIdOptions {
@@ -115,6 +117,7 @@ export interface DailyIdOptions {
  * @example After the first ID of a day
  * ```ts
  * import { DailyId, type DailyIdStats, type Store } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
  * const store: Store = {
@@ -125,9 +128,9 @@ export interface DailyIdOptions {
  *   },
  * };
  * await using ORDER_NO = new DailyId("order", { store, clock: () => Date.UTC(2026, 10, 30, 12) });
- * console.assert(await ORDER_NO.next() === 20261130000001);
+ * assert.ok(await ORDER_NO.next() === 20261130000001);
  * const stats: DailyIdStats = ORDER_NO.stats();
- * console.assert(stats.day === "20261130" && stats.days === 1 && !stats.full);
+ * assert.ok(stats.day === "20261130" && stats.days === 1 && !stats.full);
  * ```
  */
 export interface DailyIdStats {
@@ -200,10 +203,11 @@ export interface DailyCleanupDetail {
  * @example Read an order number
  * ```ts
  * import { DailyId, type DailySerial } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const ORDER_NO = new DailyId("order"); // 6 digits of seq after yyyymmdd
  * const serial: DailySerial = ORDER_NO.parse(20261130000042);
- * console.assert(serial.day === "20261130" && serial.seq === 42);
+ * assert.ok(serial.day === "20261130" && serial.seq === 42);
  * ```
  */
 export interface DailySerial {
@@ -288,11 +292,12 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
  * @example The `format` option picks the type of the IDs
  * ```ts
  * import { DailyId } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const ORDER_NO: DailyId<number> = new DailyId("order"); // 20261130000001
  * const BATCH_NO: DailyId<bigint> = new DailyId("batch", { format: "bigint", digits: 10 });
  * const TICKET: DailyId<string> = new DailyId("ticket", { format: "string", digits: 4 });
- * console.assert(ORDER_NO.digits === 6 && BATCH_NO.digits === 10 && TICKET.digits === 4);
+ * assert.ok(ORDER_NO.digits === 6 && BATCH_NO.digits === 10 && TICKET.digits === 4);
  * ```
  */
 export interface DailyIdConstructor {

@@ -48,6 +48,7 @@ export type { IdRange } from "./segment_buffer.ts";
  * @example The three kinds of source
  * ```ts
  * import { type DenoKvSource, DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
  *
  * using kv = await Deno.openKv(":memory:"); // an open Deno.Kv stays yours to close
  * const sources: DenoKvSource[] = [kv, ":memory:", () => Deno.openKv(":memory:")];
@@ -55,7 +56,7 @@ export type { IdRange } from "./segment_buffer.ts";
  *   using store = new DenoKvStore(source); // a path or a function: opened and closed by the store
  *   const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
  *   const { ranges } = await store.reserve("kvid", "order", 5, options);
- *   console.assert(ranges[0].first === 1n && ranges[0].last === 5n);
+ *   assert.ok(ranges[0].first === 1n && ranges[0].last === 5n);
  * }
  * ```
  */
@@ -68,14 +69,15 @@ export type DenoKvSource = Deno.Kv | string | (() => Deno.Kv | Promise<Deno.Kv>)
  * ```ts
  * import { KvId } from "@kvid/core";
  * import { DenoKvStore, type DenoKvStoreOptions } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
  *
  * using kv = await Deno.openKv(":memory:");
  * const options: DenoKvStoreOptions = { prefix: ["shop", "ids"], maxAttempts: 8 };
  * using store = new DenoKvStore(kv, options);
  * await using ORDER_ID = new KvId("order", { store, minStep: 10 });
- * console.assert(await ORDER_ID.next() === 1);
+ * assert.ok(await ORDER_ID.next() === 1);
  * const entry = await kv.get<Deno.KvU64>(["shop", "ids", "kvid", "order"]);
- * console.assert(entry.value?.value === 10n); // one reservation of 10 IDs
+ * assert.ok(entry.value?.value === 10n); // one reservation of 10 IDs
  * ```
  */
 export interface DenoKvStoreOptions {
@@ -99,11 +101,12 @@ export interface DenoKvStoreOptions {
  * @example After one uncontended reservation
  * ```ts
  * import { DenoKvStore, type DenoKvStoreStats } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
  *
  * using store = new DenoKvStore(":memory:");
  * await store.reserve("kvid", "order", 100, { floor: 0n, raiseTo: 0n, guard: true, exact: true });
  * const stats: DenoKvStoreStats = store.stats();
- * console.assert(stats.reservations === 1 && stats.conflicts === 0 && stats.maxAttempts === 1);
+ * assert.ok(stats.reservations === 1 && stats.conflicts === 0 && stats.maxAttempts === 1);
  * ```
  */
 export interface DenoKvStoreStats {
@@ -139,14 +142,15 @@ const DEFAULT_MAX_BACKOFF_MS = 50;
  * @example Throwaway in-memory database
  * ```ts
  * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
  *
  * using store = new DenoKvStore(":memory:");
  * const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
  * const a = await store.reserve("kvid", "order", 10, options);
  * const b = await store.reserve("kvid", "order", 5, options);
- * console.assert(a.ranges[0].first === 1n && a.ranges[0].last === 10n);
- * console.assert(b.ranges[0].first === 11n && b.ranges[0].last === 15n);
- * console.assert(store.stats().reservations === 2);
+ * assert.ok(a.ranges[0].first === 1n && a.ranges[0].last === 10n);
+ * assert.ok(b.ranges[0].first === 11n && b.ranges[0].last === 15n);
+ * assert.ok(store.stats().reservations === 2);
  * ```
  */
 export class DenoKvStore implements Store, Disposable {

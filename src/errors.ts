@@ -20,6 +20,7 @@
  * @example Map codes to HTTP statuses
  * ```ts
  * import { KvIdError, type KvIdErrorCode } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // Worth a retry by the client: the store is down or slow, or the process is shutting down.
  * const RETRY: KvIdErrorCode[] = ["timeout", "connection", "conflict", "closed"];
@@ -27,8 +28,8 @@
  *   err instanceof KvIdError && RETRY.includes(err.code) ? 503 : 500;
  *
  * const at = { key: "kvid", field: "order" };
- * console.assert(status(new KvIdError("timeout", "no ID within 5000 ms", at)) === 503);
- * console.assert(status(new KvIdError("overflow", "the counter would pass 2^63-1", at)) === 500);
+ * assert.ok(status(new KvIdError("timeout", "no ID within 5000 ms", at)) === 503);
+ * assert.ok(status(new KvIdError("overflow", "the counter would pass 2^63-1", at)) === 500);
  * ```
  */
 export type KvIdErrorCode =
@@ -48,10 +49,11 @@ export type KvIdErrorCode =
  * @example A custom store reporting a lost connection
  * ```ts
  * import { KvIdError, type KvIdErrorOptions } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const where: KvIdErrorOptions = { key: "kvid", field: "order", cause: new Error("ECONNRESET") };
  * const err = new KvIdError("connection", "the store could not be reached", where);
- * console.assert(err.key === "kvid" && err.field === "order" && err.cause === where.cause);
+ * assert.ok(err.key === "kvid" && err.field === "order" && err.cause === where.cause);
  * ```
  */
 export interface KvIdErrorOptions {
@@ -70,10 +72,11 @@ export interface KvIdErrorOptions {
  * @example Branch on the code
  * ```ts
  * import { KvIdError } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const err = new KvIdError("timeout", "no ID within 5000 ms", { key: "kvid", field: "order" });
- * console.assert(err instanceof Error && err.code === "timeout");
- * console.assert(err.message.includes("kvid"));
+ * assert.ok(err instanceof Error && err.code === "timeout");
+ * assert.ok(err.message.includes("kvid"));
  * ```
  */
 export class KvIdError extends Error {

@@ -15,6 +15,7 @@ import type { IdRange } from "./segment_buffer.ts";
  * @example Three servers, blocks of 10,000
  * ```ts
  * import { InterleavedStore, type InterleavedStoreOptions, KvId } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // Factories of the servers' clients, called on the first reservation.
  * const connect = (port: number) => () =>
@@ -22,7 +23,7 @@ import type { IdRange } from "./segment_buffer.ts";
  * const options: InterleavedStoreOptions = { block: 10_000, timeout: 2_000 };
  * const store = new InterleavedStore([connect(6379), connect(6380), connect(6381)], options);
  * const ORDER_ID = new KvId("order", { store, timeout: 2_000 });
- * console.assert(ORDER_ID.stats().segments === 0); // no I/O until the first ID
+ * assert.ok(ORDER_ID.stats().segments === 0); // no I/O until the first ID
  * ```
  */
 export interface InterleavedStoreOptions {

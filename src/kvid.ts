@@ -25,6 +25,7 @@ import { type StepRule, StepSizer } from "./step.ts";
  * @example Tuned for a busy counter
  * ```ts
  * import { KvId, type KvIdOptions } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const options = {
  *   key: "ids", // HINCRBY ids order <step>
@@ -33,7 +34,7 @@ import { type StepRule, StepSizer } from "./step.ts";
  *   timeout: 1_000, // a call without an ID after 1 s rejects
  * } satisfies KvIdOptions;
  * const ORDER_ID = new KvId("order", options); // validated now, connects on first use
- * console.assert(ORDER_ID.key === "ids" && ORDER_ID.stats().step === 100);
+ * assert.ok(ORDER_ID.key === "ids" && ORDER_ID.stats().step === 100);
  * ```
  */
 export interface KvIdOptions {
@@ -97,6 +98,7 @@ export interface KvIdOptions {
  * @example After the first ID
  * ```ts
  * import { KvId, type KvIdStats, type Store } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
  * const store: Store = {
@@ -109,7 +111,7 @@ export interface KvIdOptions {
  * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
  * await ORDER_ID.next();
  * const stats: KvIdStats = ORDER_ID.stats();
- * console.assert(stats.segments === 1 && stats.high === 100n && stats.remaining === 99);
+ * assert.ok(stats.segments === 1 && stats.high === 100n && stats.remaining === 99);
  * ```
  */
 export interface KvIdStats {
@@ -212,10 +214,11 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
  * @example The `bigint` option picks the type of the IDs
  * ```ts
  * import { KvId } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const ORDER_ID: KvId<number> = new KvId("order"); // exact up to 2^53-1
  * const EVENT_ID: KvId<bigint> = new KvId("event", { bigint: true }); // exact up to 2^63-1
- * console.assert(ORDER_ID.name === "order" && EVENT_ID.name === "event");
+ * assert.ok(ORDER_ID.name === "order" && EVENT_ID.name === "event");
  * ```
  */
 export interface KvIdConstructor {

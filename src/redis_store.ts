@@ -16,6 +16,7 @@ import { describe } from "./describe.ts";
  * @example A hand-written client for tests or another driver
  * ```ts
  * import type { RedisClient } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * let counter = 0;
  * const client: RedisClient = {
@@ -23,7 +24,7 @@ import { describe } from "./describe.ts";
  *   eval: () => Promise.reject(new Error("no scripting")),
  *   evalsha: () => Promise.reject(new Error("no scripting")),
  * };
- * console.assert(await client.hincrby("kvid", "x", 5) === 5);
+ * assert.ok(await client.hincrby("kvid", "x", 5) === 5);
  * ```
  */
 export interface RedisClient {
@@ -45,13 +46,14 @@ export interface RedisClient {
  * @example One factory, shared
  * ```ts
  * import { KvId, type RedisClient, type RedisSource } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // `() => connect({ hostname: "127.0.0.1", port: 6379 })` with jsr:@db/redis in an app.
  * const redis: RedisSource = (): Promise<RedisClient> =>
  *   Promise.reject(new Error("not in this example"));
  * const ORDER_ID = new KvId("order", { redis }); // no I/O yet
  * const USER_ID = new KvId("user", { redis }); // will share the client of ORDER_ID
- * console.assert(ORDER_ID.stats().segments === 0 && USER_ID.stats().segments === 0);
+ * assert.ok(ORDER_ID.stats().segments === 0 && USER_ID.stats().segments === 0);
  * ```
  */
 export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
@@ -62,6 +64,7 @@ export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient
  * @example One counter, and interleaved servers
  * ```ts
  * import type { Reservation } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // `HINCRBY kvid order 100` replied 300: one range.
  * const plain: Reservation = { ranges: [{ first: 201n, last: 300n }], raised: false };
@@ -70,7 +73,7 @@ export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient
  *   ranges: [{ first: 11n, last: 20n }, { first: 31n, last: 40n }],
  *   raised: false,
  * };
- * console.assert(plain.ranges.length === 1 && interleaved.ranges.length === 2);
+ * assert.ok(plain.ranges.length === 1 && interleaved.ranges.length === 2);
  * ```
  */
 export interface Reservation {
@@ -89,11 +92,12 @@ export interface Reservation {
  * @example What a guarded generator sends
  * ```ts
  * import type { ReserveOptions } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // A `KvId` with `rollbackMargin: 1000` that reserved IDs up to 300: a counter found below
  * // 300 (a server that lost data) is set to 1,300 before the increment.
  * const options: ReserveOptions = { floor: 300n, raiseTo: 1_300n, guard: true, exact: false };
- * console.assert(options.raiseTo - options.floor === 1_000n);
+ * assert.ok(options.raiseTo - options.floor === 1_000n);
  * ```
  */
 export interface ReserveOptions {
@@ -113,6 +117,7 @@ export interface ReserveOptions {
  * @example An in-memory store for tests
  * ```ts
  * import { KvId, type Store } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const counters = new Map<string, bigint>(); // HINCRBY semantics, with the floor guard
  * const memory: Store = {
@@ -125,7 +130,7 @@ export interface ReserveOptions {
  *   },
  * };
  * await using ORDER_ID = new KvId("order", { store: memory });
- * console.assert(await ORDER_ID.next() === 1 && await ORDER_ID.next() === 2);
+ * assert.ok(await ORDER_ID.next() === 1 && await ORDER_ID.next() === 2);
  * ```
  */
 export interface Store {

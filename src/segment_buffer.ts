@@ -12,10 +12,11 @@ import { EMPTY_SEGMENT, Segment } from "./segment.ts";
  * @example The range of one `HINCRBY`
  * ```ts
  * import type { IdRange } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * // `HINCRBY kvid order 100` replied 300: this reservation holds IDs 201..300.
  * const range: IdRange = { first: 300n - 100n + 1n, last: 300n };
- * console.assert(range.first === 201n && range.last - range.first + 1n === 100n);
+ * assert.ok(range.first === 201n && range.last - range.first + 1n === 100n);
  * ```
  */
 export interface IdRange {

@@ -17,10 +17,11 @@
  * @example Bursty traffic: follow the measured rate
  * ```ts
  * import { KvId, type StepRule } from "@kvid/core";
+ * import assert from "node:assert/strict";
  *
  * const stepRule: StepRule = "rate"; // settles in a few reservations, where doubling takes many
  * const EVENT_ID = new KvId("event", { stepRule, segmentDuration: 60_000 });
- * console.assert(EVENT_ID.stats().step === 1); // every rule starts at minStep
+ * assert.ok(EVENT_ID.stats().step === 1); // every rule starts at minStep
  * ```
  */
 export type StepRule = "doubling" | "rate";
