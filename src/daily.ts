@@ -833,8 +833,16 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 
   #startDay(day: Day): void {
     // Yesterday's buffered IDs are dropped; its pending calls get "closed" and retry today.
+    // Today starts at the step yesterday reached (at least minStep): no ramp-up after midnight.
+    const step = this.#gen?.stats().step;
     if (this.#gen !== undefined) this.#track(this.#gen.close());
-    const gen = new KvId(day.text, this.#inner);
+    const gen = new KvId(
+      day.text,
+      step === undefined ? this.#inner : {
+        ...this.#inner,
+        initialStep: step,
+      },
+    );
     gen.addEventListener("rollback", (e) => {
       const detail = (e as CustomEvent<RollbackDetail>).detail;
       this.dispatchEvent(

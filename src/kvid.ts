@@ -60,6 +60,11 @@ export interface KvIdOptions {
   minStep?: number;
   /** Largest step. Default 1,000,000. */
   maxStep?: number;
+  /**
+   * The first step, from `minStep` to `maxStep`. Default `minStep`. A service that knows its
+   * rate (or carries a step over from a previous generator) skips the ramp-up.
+   */
+  initialStep?: number;
   /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000 (10 min). */
   segmentDuration?: number;
   /**
@@ -254,6 +259,7 @@ const OPTION_NAMES = new Set([
   "key",
   "minStep",
   "maxStep",
+  "initialStep",
   "segmentDuration",
   "prefetchAt",
   "timeout",
@@ -335,6 +341,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkInteger("minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
     const maxStep = options.maxStep ?? Math.max(1_000_000, minStep);
     checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    const initialStep = options.initialStep ?? minStep;
+    checkInteger("initialStep", initialStep, minStep, maxStep);
     const segmentDuration = options.segmentDuration ?? 600_000;
     checkNumber("segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
     const prefetchAt = options.prefetchAt ?? 0.2;
@@ -390,7 +398,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#options = options;
     this.#bigint = options.bigint ?? false;
     this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
-    this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule);
+    this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule, initialStep);
     this.#maxStep = maxStep;
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;

@@ -31,7 +31,7 @@ const RATE_MAX_GROWTH = 16;
 /**
  * The step policy. Pure: the caller passes the time and how many IDs were taken.
  *
- * Both rules keep the step within `minStep`..`maxStep`, start at `minStep`, and react only at a
+ * Both rules keep the step within `minStep`..`maxStep`, start at `initialStep`, and react only at a
  * reservation. The doubling rule needs about log2(target / minStep) reservations to reach a
  * target and then swings around it (with prefetch, a step is decided from the segment before
  * last, so it can swing by more than ×2); the rate rule gets within ×2 of it in a few.
@@ -51,13 +51,20 @@ export class StepSizer {
    * @param maxStep Largest step.
    * @param segmentDuration Target time between reservations, in ms.
    * @param rule How the step adapts.
+   * @param initialStep The first step, `minStep`..`maxStep`; default `minStep`.
    */
-  constructor(minStep: number, maxStep: number, segmentDuration: number, rule: StepRule) {
+  constructor(
+    minStep: number,
+    maxStep: number,
+    segmentDuration: number,
+    rule: StepRule,
+    initialStep: number = minStep,
+  ) {
     this.#min = minStep;
     this.#max = maxStep;
     this.#duration = segmentDuration;
     this.#rule = rule;
-    this.step = minStep;
+    this.step = initialStep;
   }
 
   /**

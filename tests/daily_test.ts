@@ -174,6 +174,19 @@ Deno.test("DailyId against a real server", async (t) => {
     assert.equal(await hget(url, "kvid:daily:roll", "20261130"), "100");
   });
 
+  await t.step("a new day starts at the step the day before reached", async () => {
+    const clock = wallClock("2026-11-30T23:59:00Z");
+    const spy = new Spy(redis);
+    await using id = new DailyId("carry", { redis: spy, clock: clock.now, maxStep: 1000 });
+    for (let i = 0; i < 200; i++) await id.next(); // fast: the step doubles
+    const reached = id.stats().counter!.step;
+    assert.ok(reached >= 16, `step ${reached}`);
+    clock.set("2026-12-01T00:00:00Z");
+    const before = spy.counts.length;
+    assert.equal(await id.next(), 20261201000001);
+    assert.equal(spy.counts[before], reached, "no ramp-up from minStep after midnight");
+  });
+
   await t.step("rollover at Shanghai midnight (16:00 UTC)", async () => {
     const clock = wallClock("2026-11-30T15:59:59.999Z");
     await using id = new DailyId("sh", { redis, clock: clock.now, timeZone: "Asia/Shanghai" });

@@ -121,6 +121,11 @@ for (const kind of CLIENTS) {
       for (let i = 0; i < 5; i++) await round(5000); // slow: 5 s per segment
       // The first reservation has no previous one to compare with.
       assert.deepEqual(spy.counts, [1, 1, 2, 4, 8, 8, 8, 4, 2, 1, 1]);
+      // initialStep skips the ramp-up.
+      const spy2 = new Spy(redis);
+      await using warm = new KvId(field("step-initial"), { redis: spy2, initialStep: 500 });
+      await warm.next();
+      assert.deepEqual(spy2.counts, [500]);
     });
 
     await t.step("stepRule rate: sized by the measured rate, bounded moves", async () => {
