@@ -8,6 +8,20 @@ import { type ClientKind, CLIENTS, openClient, Spy } from "./clients.ts";
 import { command, startServer, type TestServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
+/**
+ * Segment rounds for the step tests (prefetch off): move the clock, let a call find the buffer
+ * empty and reserve, then use the segment up.
+ */
+function rounds(id: KvId<number>, clock: { advance(ms: number): void }) {
+  return async (ms: number, count = 1) => {
+    for (let i = 0; i < count; i++) {
+      clock.advance(ms);
+      await id.next();
+      for (let n = id.stats().remaining; n > 0; n--) await id.next();
+    }
+  };
+}
+
 /** A clock the test moves by hand. */
 function manualClock() {
   let now = 0;
@@ -111,14 +125,9 @@ for (const kind of CLIENTS) {
         prefetchAt: 0,
         clock: clock.now,
       });
-      // Each round: a call finds the buffer empty and reserves, then the segment is used up.
-      const round = async (ms: number) => {
-        clock.advance(ms);
-        await id.next();
-        for (let n = id.stats().remaining; n > 0; n--) await id.next();
-      };
-      for (let i = 0; i < 6; i++) await round(10); // fast: 10 ms per segment
-      for (let i = 0; i < 5; i++) await round(5000); // slow: 5 s per segment
+      const round = rounds(id, clock);
+      await round(10, 6); // fast: 10 ms per segment
+      await round(5000, 5); // slow: 5 s per segment
       // The first reservation has no previous one to compare with.
       assert.deepEqual(spy.counts, [1, 1, 2, 4, 8, 8, 8, 4, 2, 1, 1]);
       // initialStep skips the ramp-up.
@@ -139,13 +148,9 @@ for (const kind of CLIENTS) {
         stepRule: "rate",
         clock: clock.now,
       });
-      const round = async (ms: number) => {
-        clock.advance(ms);
-        await id.next();
-        for (let n = id.stats().remaining; n > 0; n--) await id.next();
-      };
-      for (let i = 0; i < 7; i++) await round(10);
-      for (let i = 0; i < 2; i++) await round(100_000);
+      const round = rounds(id, clock);
+      await round(10, 7);
+      await round(100_000, 2);
       // Each step is the rate seen over the previous interval x 1 s, moving at most x16 up, /2
       // down: maxStep after 7 reservations (the doubling rule needs 18), then halving when idle.
       assert.deepEqual(spy.counts, [1, 1, 16, 100, 1600, 10_000, 100_000, 100_000, 50_000]);
