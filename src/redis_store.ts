@@ -314,6 +314,11 @@ function isReplyError(err: unknown): boolean {
   return false;
 }
 
+// "hash value is not an integer" (Redis); "not started as an integer", "encounter non-integer
+// characters", "out of range of integer type" (Kvrocks).
+const NOT_AN_INTEGER =
+  /not an integer|not a valid integer|not started as an integer|non-integer characters|out of range/i;
+
 /** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
 export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
   if (err instanceof KvIdError) return err;
@@ -325,10 +330,12 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   if (/overflow/i.test(message)) {
     return new KvIdError("overflow", "the counter would pass 2^63-1", where);
   }
-  if (/^WRONGTYPE/.test(message)) {
+  // Kvrocks words some refusals differently and, inside a script, prefixes them
+  // ("... @user_script:1: Invalid argument: WRONGTYPE ...").
+  if (/(^|: )WRONGTYPE/.test(message)) {
     return new KvIdError("reply", "the key holds a value that is not a hash", where);
   }
-  if (/not an integer|not a valid integer|out of range/i.test(message)) {
+  if (NOT_AN_INTEGER.test(message)) {
     return new KvIdError("reply", "the counter field does not hold an integer", where);
   }
   if (/^KVID_LAYOUT/.test(message)) {

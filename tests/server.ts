@@ -363,6 +363,12 @@ class LocalServer implements TestServer {
 
   async restart(): Promise<void> {
     await this.#terminate("SIGTERM");
+    // Redis without persistence comes back empty; Kvrocks always keeps its RocksDB files, so a
+    // restart "without persistence" wipes them to stage the same loss.
+    if (this.kind === "kvrocks" && (this.#options.persistence ?? "none") === "none") {
+      await Deno.remove(this.dataDir, { recursive: true }).catch(() => {});
+      this.#dirRemoved = true;
+    }
     await this.launch();
   }
 
