@@ -20,7 +20,7 @@ import { parseArgs } from "node:util";
 import { fromNodeRedis } from "./src/adapters.ts";
 import { deleteDaysBefore, keepFrom, ZonedDays } from "./src/daily.ts";
 import { KvIdError } from "./src/errors.ts";
-import { type RedisClient, RedisStore } from "./src/redis_store.ts";
+import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./src/redis_store.ts";
 
 /** The exit codes of {@linkcode main}. */
 export const EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; unreachable: 3 }> = Object.freeze({
@@ -288,20 +288,18 @@ interface Io {
 
 // Raises the field to ARGV[2] if below it (decimal strings compared exactly, a missing field
 // counting as 0), never lowers it. Replies {outcome, old value or ''}.
-const FLOOR_SCRIPT = `local cur = redis.call('HGET', KEYS[1], ARGV[1])
+const FLOOR_SCRIPT = new LuaScript(
+  LUA_BELOW + `local cur = redis.call('HGET', KEYS[1], ARGV[1])
 local v = ARGV[2]
 local c = cur or '0'
 if c ~= '0' and not string.match(c, '^%-?[1-9]%d*$') then return {'nan', c} end
-local below
-if string.sub(c, 1, 1) == '-' then below = true
-elseif #c ~= #v then below = #c < #v
-else below = c < v end
-if below then
+if below(c, v) then
   redis.call('HSET', KEYS[1], ARGV[1], v)
   return {'raised', cur or ''}
 end
 if c == v then return {'equal', cur or ''} end
-return {'above', c}`;
+return {'above', c}`,
+);
 
 const INTEGER = /^(0|-?[1-9]\d*)$/;
 const AUTH_ERROR = /^(NOAUTH|WRONGPASS|NOPERM)/;
@@ -364,7 +362,7 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
     }
     case "floor": {
       const value = p.value;
-      const reply = await client.eval(FLOOR_SCRIPT, [key], [name, value]);
+      const reply = await client.eval(FLOOR_SCRIPT.source, [key], [name, value]); // one-shot: no EVALSHA first
       if (!Array.isArray(reply) || reply.length !== 2) {
         throw new CliError(EXIT.failed, `unexpected reply from the floor script: ${String(reply)}`);
       }

@@ -12,6 +12,8 @@ import { KvIdError } from "./errors.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
   checkRedisSource,
+  isNoScripting,
+  LuaScript,
   type RedisClient,
   type RedisSource,
   resolveRedis,
@@ -483,22 +485,14 @@ const RECHECK_SLACK_MS = 60_000;
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
 // strings); other fields are left alone. Returns how many were deleted.
-const CLEANUP_SCRIPT = `local n = 0
+const CLEANUP_SCRIPT = new LuaScript(`local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1] then
     redis.call('HDEL', KEYS[1], f)
     n = n + 1
   end
 end
-return n`;
-
-let cleanupSha: Promise<string> | undefined;
-function cleanupScriptSha(): Promise<string> {
-  cleanupSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(CLEANUP_SCRIPT)).then(
-    (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
-  );
-  return cleanupSha;
-}
+return n`);
 
 const DATE_FIELD = /^\d{8}$/;
 
@@ -517,15 +511,9 @@ export async function deleteDaysBefore(
   try {
     let reply: unknown;
     try {
-      try {
-        reply = await client.evalsha(await cleanupScriptSha(), [key], [before]);
-      } catch (err) {
-        if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
-        reply = await client.eval(CLEANUP_SCRIPT, [key], [before]);
-      }
+      reply = await CLEANUP_SCRIPT.run(client, [key], [before]);
     } catch (err) {
-      const noScripting = /unknown command|not supported|scripting/i.test(errorMessage(err));
-      if (!noScripting || client.sendCommand === undefined) throw err;
+      if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
       const fields = await client.sendCommand("HKEYS", [key]);
       const old = (Array.isArray(fields) ? fields : []).map(String).filter((f) =>
         DATE_FIELD.test(f) && f < before
@@ -547,10 +535,6 @@ export async function deleteDaysBefore(
 export function keepFrom(today: Day, keepDays: number): Day {
   checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   return addDays(today, -keepDays);
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 // ---------------------------------------------------------------------------------------------

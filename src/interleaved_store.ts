@@ -5,8 +5,17 @@
  */
 
 import { KvIdError } from "./errors.ts";
-import { type RedisClient, type RedisSource, resolveRedis, toKvIdError } from "./redis_store.ts";
-import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
+import {
+  LUA_BELOW,
+  LuaScript,
+  type RedisClient,
+  type RedisSource,
+  type Reservation,
+  type ReserveOptions,
+  resolveRedis,
+  type Store,
+  toKvIdError,
+} from "./redis_store.ts";
 import type { IdRange } from "./segment_buffer.ts";
 
 /**
@@ -58,12 +67,8 @@ export const LAYOUT_FIELD_PREFIX = "\u0000layout:";
 //   ARGV[4] blocks k, ARGV[5] the least cycle above the floor, ARGV[6] the cycle to raise to,
 //   ARGV[7] the highest cycle a reservation may start at (its last block stays <= 2^63-1)
 // Replies {'ok', first cycle, counter found}, {'layout', layout found} or {'notint', value}.
-const SCRIPT = `local function below(a, b)
-  if string.sub(a, 1, 1) == '-' then return true end
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
-local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
+const SCRIPT = new LuaScript(
+  LUA_BELOW + `local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
 if not string.match(found, '^%-?%d+$') then return {'notint', found} end
 local layout = redis.call('HGET', KEYS[1], ARGV[2])
 if layout and layout ~= ARGV[3] then return {'layout', layout} end
@@ -73,15 +78,8 @@ if below(ARGV[7], m) then return {'overflow', m} end
 if not layout then redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
 if m ~= found then redis.call('HSET', KEYS[1], ARGV[1], m) end
 redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[4])
-return {'ok', m, found}`;
-
-let scriptSha: Promise<string> | undefined;
-function sha(): Promise<string> {
-  scriptSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(SCRIPT)).then(
-    (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
-  );
-  return scriptSha;
-}
+return {'ok', m, found}`,
+);
 
 /** What is known of one server's health, shared by every store given the same source. */
 interface Health {
@@ -317,13 +315,7 @@ export class InterleavedStore implements Store {
         cause,
       });
     }
-    let reply: unknown;
-    try {
-      reply = await client.evalsha(await sha(), [key], args);
-    } catch (err) {
-      if (!/NOSCRIPT/i.test(err instanceof Error ? err.message : String(err))) throw err;
-      reply = await client.eval(SCRIPT, [key], args);
-    }
+    const reply = await SCRIPT.run(client, [key], args);
     const [status, a, c] = Array.isArray(reply) ? reply.map(text) : [];
     const where = { key, field };
     if (status === "layout") {

@@ -138,12 +138,57 @@ export interface Store {
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
 }
 
+/**
+ * A Lua script run with `EVALSHA`, sent whole with `EVAL` when the server answers `NOSCRIPT`
+ * (first use, or after a restart or `SCRIPT FLUSH`).
+ */
+export class LuaScript {
+  /** The script's source. */
+  readonly source: string;
+  #sha: Promise<string> | undefined;
+
+  /** @param source The script's source. */
+  constructor(source: string) {
+    this.source = source;
+  }
+
+  /** Run the script on `client` with `keys` (every key it touches) and `args`. */
+  async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
+    this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(
+      (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
+    );
+    try {
+      return await client.evalsha(await this.#sha, keys, args);
+    } catch (err) {
+      if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
+      return await client.eval(this.source, keys, args);
+    }
+  }
+}
+
+/** True when the server refused to run a script because it has no scripting. */
+export function isNoScripting(err: unknown): boolean {
+  return /unknown command|not supported|scripting/i.test(errorMessage(err));
+}
+
 // Refuses a counter that interleaved servers own (its layout field exists: a plain increment
 // of their cycle counter would repeat IDs). Raises the field to ARGV[4] if it is below the floor
 // ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, and returns
 // the value as a string so values above 2^53 survive. A non-integer field is left for HINCRBY to
 // refuse.
-const RESERVE_SCRIPT = `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
+/**
+ * Lua: `below(a, b)` is `a < b` for decimal integer strings without leading zeros (`b` not
+ * negative), compared as text so counters above 2^53 are never rounded through Lua's doubles.
+ */
+export const LUA_BELOW = `local function below(a, b)
+  if string.sub(a, 1, 1) == '-' then return true end
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+`;
+
+const RESERVE_SCRIPT = new LuaScript(
+  LUA_BELOW + `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
   return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
 end
 local raised = 0
@@ -151,27 +196,14 @@ local floor = ARGV[3]
 if floor ~= '0' then
   local cur = redis.call('HGET', KEYS[1], ARGV[1])
   if not cur then cur = '0' end
-  if string.match(cur, '^%-?%d+$') then
-    local below
-    if string.sub(cur, 1, 1) == '-' then below = true
-    elseif #cur ~= #floor then below = #cur < #floor
-    else below = cur < floor end
-    if below then
-      redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
-      raised = 1
-    end
+  if string.match(cur, '^%-?%d+$') and below(cur, floor) then
+    redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+    raised = 1
   end
 end
 redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`;
-
-let scriptSha: Promise<string> | undefined;
-function reserveScriptSha(): Promise<string> {
-  scriptSha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(RESERVE_SCRIPT)).then(
-    (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
-  );
-  return scriptSha;
-}
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
+);
 
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
 
@@ -258,14 +290,9 @@ export class RedisStore implements Store {
     const args = [field, String(count), String(options.floor), String(options.raiseTo)];
     let reply: unknown;
     try {
-      try {
-        reply = await client.evalsha(await reserveScriptSha(), [key], args);
-      } catch (err) {
-        if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
-        reply = await client.eval(RESERVE_SCRIPT, [key], args);
-      }
+      reply = await RESERVE_SCRIPT.run(client, [key], args);
     } catch (err) {
-      if (isReplyError(err) && /unknown command|not supported|scripting/i.test(errorMessage(err))) {
+      if (isReplyError(err) && isNoScripting(err)) {
         this.#scripting = false;
         return undefined;
       }
@@ -301,7 +328,8 @@ function parseInteger(reply: unknown): { value: bigint; exact: boolean } | undef
   return undefined;
 }
 
-function errorMessage(err: unknown): string {
+/** An error's message, or the value as a string. */
+export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
