@@ -540,24 +540,8 @@ export function keepFrom(today: Day, keepDays: number): Day {
 // ---------------------------------------------------------------------------------------------
 // The generator
 
-const OPTION_NAMES = new Set([
-  "redis",
-  "store",
-  "key",
-  "digits",
-  "timeZone",
-  "format",
-  "keepDays",
-  "clock",
-  "minStep",
-  "maxStep",
-  "segmentDuration",
-  "prefetchAt",
-  "timeout",
-  "guard",
-  "rollbackMargin",
-  "stepRule",
-]);
+// Options handed to each day's KvId as they are; the others are DailyId's own (minStep and
+// maxStep are validated here, then handed on).
 const PASSED_TO_KVID = [
   "redis",
   "store",
@@ -569,6 +553,16 @@ const PASSED_TO_KVID = [
   "stepRule",
   "clock",
 ] as const;
+const OPTION_NAMES = new Set<string>([
+  ...PASSED_TO_KVID,
+  "key",
+  "digits",
+  "timeZone",
+  "format",
+  "keepDays",
+  "minStep",
+  "maxStep",
+]);
 const FORMAT_CODE = { number: 0, bigint: 1, string: 2 } as const;
 
 class DailyIdImpl<T extends number | bigint | string> extends EventTarget implements DailyId<T> {
