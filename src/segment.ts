@@ -36,11 +36,6 @@ export class Segment {
     this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;
   }
 
-  /** The last ID of the range. */
-  get last(): bigint {
-    return this.first + BigInt(this.size) - 1n;
-  }
-
   /** How many IDs are left. */
   get remaining(): number {
     return this.size - this.used;
