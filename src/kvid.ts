@@ -503,15 +503,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** Queue a call for `need` IDs (of which `got` are already in `ids`) until served. */
   #wait(need: number, ids: T[] | undefined, got = 0): Promise<T | T[]> {
+    // Callers come here with nothing buffered for them (next() already tried the segment ahead).
     if (this.#closed) return Promise.reject(this.#closedError());
-    if (ids === undefined && this.#waiters.length === this.#head) {
-      // The current segment is used up, but the next one may be ready: no wait then.
-      const id = this.#takeOne();
-      if (id !== undefined) {
-        if (this.#buf.wantsNext) this.#pump();
-        return Promise.resolve(id);
-      }
-    }
     const now = performance.now();
     const last = this.#lastError;
     if (last !== undefined && !isTransient(last.code) && now < this.#retryAt) {
