@@ -12,6 +12,8 @@
  * - `"timeout"`: no ID could be reserved within the `timeout` option.
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).
+ * - `"unavailable"`: the server answered that it cannot serve for now (`LOADING`, `READONLY`,
+ *   `MASTERDOWN`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`); retried until the caller's deadline.
  * - `"reply"`: the server answered with an error (wrong type, not an integer, auth, ...).
  * - `"overflow"`: the counter would pass 2^63-1.
  * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.
@@ -23,7 +25,7 @@
  * import assert from "node:assert/strict";
  *
  * // Worth a retry by the client: the store is down or slow, or the process is shutting down.
- * const RETRY: KvIdErrorCode[] = ["timeout", "connection", "conflict", "closed"];
+ * const RETRY: KvIdErrorCode[] = ["timeout", "connection", "unavailable", "conflict", "closed"];
  * const status = (err: unknown) =>
  *   err instanceof KvIdError && RETRY.includes(err.code) ? 503 : 500;
  *
@@ -38,6 +40,7 @@ export type KvIdErrorCode =
   | "timeout"
   | "conflict"
   | "connection"
+  | "unavailable"
   | "reply"
   | "overflow"
   | "unsafe"

@@ -767,7 +767,8 @@ function storeFor(redis: RedisSource): Store {
 }
 
 function isTransient(code: KvIdErrorCode): boolean {
-  return code === "connection" || code === "timeout" || code === "conflict";
+  return code === "connection" || code === "timeout" || code === "conflict" ||
+    code === "unavailable";
 }
 
 /** Exponential backoff with jitter: half fixed, half random. */

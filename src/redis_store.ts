@@ -347,6 +347,12 @@ function isReplyError(err: unknown): boolean {
 const NOT_AN_INTEGER =
   /not an integer|not a valid integer|not started as an integer|non-integer characters|out of range/i;
 
+// Transient server states, at the start of the reply or after a prefix (Kvrocks' "ERR ", a
+// script's "...: "). Kvrocks: "LOADING kvrocks is restoring the db from backup", "READONLY You
+// can't write against a read only slave.", "TRYAGAIN Can't write to slot being migrated ...",
+// "CLUSTERDOWN ...". BUSY is a script running past its time limit (not BUSYKEY, BUSYGROUP).
+const TRANSIENT_STATE = /(^|ERR |: )(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN)\b/;
+
 /** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
 export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
   if (err instanceof KvIdError) return err;
@@ -354,6 +360,11 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   const where = { key, field, cause: err };
   if (!isReplyError(err)) {
     return new KvIdError("connection", `the store could not be reached: ${message}`, where);
+  }
+  // A server that cannot serve for now (loading its data, a demoted primary or a replica cut
+  // off from its primary, a busy script, a cluster slot moving or not covered): transient.
+  if (TRANSIENT_STATE.test(message)) {
+    return new KvIdError("unavailable", `the server cannot serve for now: ${message}`, where);
   }
   if (/overflow/i.test(message)) {
     return new KvIdError("overflow", "the counter would pass 2^63-1", where);

@@ -1,0 +1,243 @@
+/**
+ * Fault suite: transient server states. A server loading its data (`LOADING`), a demoted primary
+ * (`READONLY`), a replica cut off from its primary (`MASTERDOWN`), a script past its time limit
+ * (`BUSY`) and a cluster node without its slots (`CLUSTERDOWN`) are retried until the caller's
+ * deadline, with the server's words in the cause; real refusals still fail fast.
+ */
+
+import assert from "node:assert/strict";
+import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
+import { toKvIdError } from "../../src/redis_store.ts";
+import { openClient } from "../clients.ts";
+import { command } from "../server.ts";
+import { Recorder, rejectsWith, waitUntil } from "./helpers.ts";
+
+/** A redis-server with extra arguments on a free loopback port, stopped by its own PID. */
+async function spawnRedis(extra: string[] = [], dir?: string) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const own = dir === undefined;
+  dir ??= await Deno.makeTempDir({ prefix: "kvid-states-" });
+  const child = new Deno.Command("redis-server", {
+    args: ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""].concat(
+      ["--appendonly", "no", "--protected-mode", "no", ...extra],
+    ),
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const url = `redis://127.0.0.1:${port}`;
+  // The port accepts connections before the data is loaded: wait for the listener only.
+  await waitUntil(
+    async () => {
+      try {
+        (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    `redis-server on port ${port}`,
+    10_000,
+  );
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await child.status;
+  };
+  return {
+    url,
+    port,
+    dir,
+    stop,
+    async [Symbol.asyncDispose]() {
+      await stop();
+      if (own) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** A client that runs `heal` (once) when the server first replies with `word`. */
+function healOn(inner: RedisClient, word: string, heal: () => Promise<unknown>) {
+  const rec = new Recorder(inner);
+  let healing: Promise<unknown> | undefined;
+  const watch = <T>(p: Promise<T>) =>
+    p.catch((err) => {
+      if (new RegExp(`^${word}\\b|: ${word}\\b`).test(String(err?.message))) healing ??= heal();
+      throw err;
+    });
+  const client: RedisClient = {
+    hincrby: (k, f, n) => watch(rec.hincrby(k, f, n)),
+    eval: (s, k, a) => watch(rec.eval(s, k, a)),
+    evalsha: (s, k, a) => watch(rec.evalsha(s, k, a)),
+  };
+  return { client, rec, healed: () => healing };
+}
+
+/** The calls that failed with the server's `word`. */
+function failedWith(rec: Recorder, word: string): number {
+  return rec.calls.filter((c) => String((c.error as Error | undefined)?.message).includes(word))
+    .length;
+}
+
+Deno.test({
+  name: "states: LOADING (a restart with data) is waited out, not a reply error",
+  timeout: 60_000,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "kvid-loading-" });
+    try {
+      {
+        await using a = await spawnRedis(["--enable-debug-command", "yes"], dir);
+        await waitUntil(() => command(a.url, "PING").catch(() => false), "PING");
+        await command(a.url, "DEBUG", "POPULATE", "40000");
+        await command(a.url, "HSET", "kvid", "loading", "41");
+        await command(a.url, "SAVE");
+        await a.stop();
+      }
+      // 40,000 keys at 50 µs each: about two seconds of LOADING, answering meanwhile.
+      await using b = await spawnRedis([
+        "--key-load-delay",
+        "50",
+        "--loading-process-events-interval-bytes",
+        "1024",
+      ], dir);
+      await using open = await openClient("node-redis", b.url, { readyCheck: false });
+      const rec = new Recorder(open.redis);
+      await using id = new KvId("loading", { redis: rec, timeout: 30_000 });
+      assert.equal(await id.next(), 42);
+      assert.ok(failedWith(rec, "LOADING") >= 1, "the server had loaded already: nothing staged");
+      assert.equal(id.stats().lastError, undefined);
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "states: READONLY (a demoted primary) and MASTERDOWN are retried until promoted",
+  timeout: 60_000,
+  fn: async () => {
+    await using primary = await spawnRedis();
+    await using replica = await spawnRedis();
+    await waitUntil(() => command(replica.url, "PING").catch(() => false), "PING");
+    await using open = await openClient("ioredis", replica.url);
+    for (
+      const [word, setup] of [
+        ["READONLY", [["REPLICAOF", "127.0.0.1", String(primary.port)]]],
+        // A writable replica whose primary is gone and which may not serve stale data.
+        ["MASTERDOWN", [
+          ["CONFIG", "SET", "replica-read-only", "no"],
+          ["CONFIG", "SET", "replica-serve-stale-data", "no"],
+          ["REPLICAOF", "127.0.0.1", String(primary.port)],
+        ]],
+      ] as const
+    ) {
+      for (const c of setup) await command(replica.url, ...c);
+      if (word === "MASTERDOWN") await primary.stop();
+      const { client, rec, healed } = healOn(
+        open.redis,
+        word,
+        () => command(replica.url, "REPLICAOF", "NO", "ONE"),
+      );
+      await using id = new KvId(`state-${word}`, { redis: client, timeout: 30_000 });
+      const first = await id.next();
+      assert.ok(first >= 1, `id ${first}`);
+      assert.ok(healed() !== undefined, `the server never replied ${word}: nothing staged`);
+      assert.ok(failedWith(rec, word) >= 1);
+    }
+  },
+});
+
+Deno.test({
+  name: "states: BUSY (a script past its time limit) is retried; its cause has the server's words",
+  timeout: 60_000,
+  fn: async () => {
+    await using server = await spawnRedis(["--lua-time-limit", "10"]);
+    await waitUntil(() => command(server.url, "PING").catch(() => false), "PING");
+    await using open = await openClient("node-redis", server.url);
+    // A read-only script that never ends by itself: killed when the generator was told BUSY.
+    const busy = command(server.url, "EVAL", "while true do end", "0").catch((e) => e);
+    await waitUntil(
+      () => command(server.url, "PING").then(() => false, (e) => /^BUSY/.test(e.message)),
+      "the script to make the server BUSY",
+    );
+    // A caller with a short deadline times out, with the server's words in the cause...
+    const heldRec = new Recorder(open.redis);
+    const err = await (async () => {
+      await using held = new KvId("state-busy-held", { redis: heldRec, timeout: 300 });
+      return await rejectsWith(held.next(), "timeout");
+    })();
+    const cause = err.cause as KvIdError;
+    assert.ok(cause instanceof KvIdError, `cause ${err.cause}`);
+    assert.equal(cause.code, "unavailable");
+    assert.match(cause.message, /BUSY/);
+    assert.ok(heldRec.calls.length >= 2, "retried, not failed at once");
+    // ...and one with time to wait gets its ID once the script is gone.
+    const { client, rec, healed } = healOn(
+      open.redis,
+      "BUSY",
+      () => command(server.url, "SCRIPT", "KILL"),
+    );
+    await using id = new KvId("state-busy", { redis: client, timeout: 30_000 });
+    assert.equal(await id.next(), 1);
+    assert.ok(healed() !== undefined && failedWith(rec, "BUSY") >= 1);
+    await busy;
+  },
+});
+
+Deno.test({
+  name: "states: CLUSTERDOWN (a node without its slots) is retried until the slots are served",
+  timeout: 60_000,
+  fn: async () => {
+    await using node = await spawnRedis([
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      "nodes.conf",
+    ]);
+    await waitUntil(() => command(node.url, "PING").catch(() => false), "PING");
+    await using open = await openClient("node-redis", node.url);
+    const { client, rec, healed } = healOn(
+      open.redis,
+      "CLUSTERDOWN",
+      () => command(node.url, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"),
+    );
+    await using id = new KvId("state-cluster", { redis: client, timeout: 30_000 });
+    assert.equal(await id.next(), 1);
+    assert.ok(healed() !== undefined && failedWith(rec, "CLUSTERDOWN") >= 1);
+  },
+});
+
+Deno.test("states: which server words are transient and which are refusals", () => {
+  class ReplyError extends Error {}
+  const code = (message: string) => toKvIdError(new ReplyError(message), "kvid", "x").code;
+  for (
+    const m of [
+      "LOADING Redis is loading the dataset in memory",
+      "LOADING kvrocks is restoring the db from backup", // Kvrocks
+      "ERR LOADING kvrocks is restoring the db from backup", // Kvrocks, prefixed
+      "READONLY You can't write against a read only replica.",
+      "READONLY You can't write against a read only slave.", // Kvrocks
+      "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+      "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+      "TRYAGAIN Multiple keys request during rehashing of slot",
+      "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase", // Kvrocks
+      "CLUSTERDOWN The cluster is down",
+      "CLUSTERDOWN Hash slot not served",
+      "ERR Error running script (call to f_1): @user_script:12: READONLY You can't write", // in a script
+    ]
+  ) assert.equal(code(m), "unavailable", m);
+  for (
+    const [m, c] of [
+      ["WRONGTYPE Operation against a key holding the wrong kind of value", "reply"],
+      ["ERR hash value is not an integer", "reply"],
+      ["ERR increment or decrement would overflow", "overflow"],
+      ["BUSYKEY Target key name already exists.", "reply"],
+    ] as const
+  ) assert.equal(code(m), c, m);
+});
