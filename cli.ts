@@ -477,6 +477,7 @@ export async function main(args: string[]): Promise<number> {
     if (err instanceof Deno.errors.BrokenPipe) return EXIT.ok; // e.g. piped into head
     if (err instanceof KvIdError) {
       const unreachable = err.code === "connection" || err.code === "timeout" ||
+        err.code === "unavailable" ||
         AUTH_ERROR.test(errorText(err.cause));
       return fail(unreachable ? EXIT.unreachable : EXIT.failed, err.message);
     }

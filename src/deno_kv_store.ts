@@ -321,14 +321,7 @@ export class DenoKvStore implements Store, Disposable {
           ? await Deno.openKv(source)
           : source;
       } catch (cause) {
-        const hint = typeof Deno.openKv !== "function"
-          ? " (Deno.openKv is unstable: run with --unstable-kv)"
-          : "";
-        throw new KvIdError("connection", `could not open the Deno KV database${hint}`, {
-          key,
-          field,
-          cause,
-        });
+        throw openError(cause, source, key, field);
       }
       if (this.#closed) {
         // Closed while opening: do not leak what was opened.
@@ -362,6 +355,48 @@ export class DenoKvStore implements Store, Disposable {
     }
     return new KvIdError("connection", `Deno KV failed: ${message}`, where);
   }
+}
+
+/**
+ * Why the database could not be opened. A setup mistake that waiting cannot fix (no
+ * `--unstable-kv`, a directory that does not exist, a missing permission) is `"config"`, said at
+ * once; anything else may heal and is retried as `"connection"`.
+ */
+function openError(cause: unknown, source: DenoKvSource | undefined, key: string, field: string) {
+  const where = { key, field, cause };
+  if (typeof Deno.openKv !== "function") {
+    return new KvIdError(
+      "config",
+      'Deno.openKv is not available: run with --unstable-kv (or "unstable": ["kv"] in deno.json)',
+      where,
+    );
+  }
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const path = typeof source === "string" ? ` ${JSON.stringify(source)}` : "";
+  if (
+    cause instanceof Deno.errors.NotFound || /unable to open database file/i.test(message)
+  ) {
+    return new KvIdError(
+      "config",
+      `could not open the Deno KV database${path}: does its directory exist? (${message})`,
+      where,
+    );
+  }
+  if (
+    cause instanceof Deno.errors.PermissionDenied ||
+    (Deno.errors.NotCapable !== undefined && cause instanceof Deno.errors.NotCapable)
+  ) {
+    return new KvIdError(
+      "config",
+      `could not open the Deno KV database${path}: ${message}`,
+      where,
+    );
+  }
+  return new KvIdError(
+    "connection",
+    `could not open the Deno KV database${path}: ${message}`,
+    where,
+  );
 }
 
 function isKeyPart(part: unknown): boolean {

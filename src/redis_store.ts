@@ -384,8 +384,19 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
       where,
     );
   }
-  if (/^(NOAUTH|WRONGPASS)|auth/i.test(message)) {
-    return new KvIdError("reply", `authentication failed: ${message}`, where);
+  // Setup mistakes waiting cannot fix: said at once as "config", the server's words included.
+  if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {
+    return new KvIdError("config", `authentication failed: ${message}`, where);
+  }
+  if (/(^|: )NOPERM|can't run this command|no permissions/i.test(message)) {
+    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, where);
+  }
+  if (/unknown command|Unknown Redis command/i.test(message)) {
+    return new KvIdError(
+      "config",
+      `the server does not know a command kvid needs (HINCRBY, EVAL, EVALSHA renamed or disabled?): ${message}`,
+      where,
+    );
   }
   return new KvIdError("reply", `the server refused the reservation: ${message}`, where);
 }

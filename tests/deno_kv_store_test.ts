@@ -372,3 +372,43 @@ Deno.test("4 processes sharing one KV file: all IDs unique, conflicts retried", 
     await Promise.allSettled(stderrs);
   }
 });
+
+Deno.test("setup mistakes fail at once as config: a directory that does not exist", async () => {
+  await using file = await tempKvFile();
+  const path = file.path.replace(/ids\.sqlite3$/, "missing/ids.sqlite3");
+  using store = new DenoKvStore(path);
+  // A long timeout: a mistake waiting cannot fix must not wait it out.
+  await using id = new KvId("setup", { store, timeout: 60_000 });
+  const started = performance.now();
+  const err = await rejectsWith(id.next(), "config", /does its directory exist/);
+  assert.ok(performance.now() - started < 30_000, "waited for the timeout");
+  assert.ok(err.message.includes("missing/ids.sqlite3"), err.message);
+  // Said again to the next caller, not turned into a timeout.
+  await rejectsWith(id.next(), "config");
+});
+
+Deno.test("setup mistakes fail at once as config: a run without --unstable-kv", async () => {
+  const store = new URL("../src/deno_kv_store.ts", import.meta.url).href;
+  const kvid = new URL("../mod.ts", import.meta.url).href;
+  const script = `
+    import { KvId } from ${JSON.stringify(kvid)};
+    import { DenoKvStore } from ${JSON.stringify(store)};
+    await using id = new KvId("setup", { store: new DenoKvStore(":memory:"), timeout: 60000 });
+    const started = performance.now();
+    try { await id.next(); console.log("no error"); } catch (e) {
+      console.log(JSON.stringify({ code: e.code, message: e.message, ms: performance.now() - started }));
+    }`;
+  // --no-config: this project's deno.json turns the flag on.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", script],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const result = JSON.parse(text);
+  assert.equal(result.code, "config", text);
+  assert.match(result.message, /--unstable-kv/);
+  assert.ok(result.ms < 30_000, `waited ${result.ms} ms`);
+});

@@ -10,57 +10,7 @@ import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { toKvIdError } from "../../src/redis_store.ts";
 import { openClient } from "../clients.ts";
 import { command } from "../server.ts";
-import { Recorder, rejectsWith, waitUntil } from "./helpers.ts";
-
-/** A redis-server with extra arguments on a free loopback port, stopped by its own PID. */
-async function spawnRedis(extra: string[] = [], dir?: string) {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  const own = dir === undefined;
-  dir ??= await Deno.makeTempDir({ prefix: "kvid-states-" });
-  const child = new Deno.Command("redis-server", {
-    args: ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""].concat(
-      ["--appendonly", "no", "--protected-mode", "no", ...extra],
-    ),
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const url = `redis://127.0.0.1:${port}`;
-  // The port accepts connections before the data is loaded: wait for the listener only.
-  await waitUntil(
-    async () => {
-      try {
-        (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    `redis-server on port ${port}`,
-    10_000,
-  );
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    try {
-      child.kill("SIGKILL");
-    } catch { /* exited */ }
-    await child.status;
-  };
-  return {
-    url,
-    port,
-    dir,
-    stop,
-    async [Symbol.asyncDispose]() {
-      await stop();
-      if (own) await Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
-}
+import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";
 
 /** A client that runs `heal` (once) when the server first replies with `word`. */
 function healOn(inner: RedisClient, word: string, heal: () => Promise<unknown>) {
