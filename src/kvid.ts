@@ -93,7 +93,11 @@ export interface KvIdOptions {
    * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
    */
   stepRule?: StepRule;
-  /** Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. */
+  /**
+   * Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. A
+   * reading that is not a finite number fails the reservation as `"config"` before any I/O; a
+   * reading earlier than the one before leaves the step as it was.
+   */
   clock?: () => number;
 }
 
@@ -603,7 +607,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #prefetchLead(now: number, taken: number): number {
     this.#slowTrip = Math.max(this.#lastFetchMs ?? 0, this.#slowTrip * 0.8);
     const lastAt = this.#leadAt;
-    const rate = lastAt === undefined ? 0 : (taken - this.#leadTaken) / Math.max(now - lastAt, 1);
+    const rate = lastAt === undefined || now < lastAt
+      ? 0
+      : (taken - this.#leadTaken) / Math.max(now - lastAt, 1);
     this.#leadAt = now;
     this.#leadTaken = taken;
     return rate * this.#slowTrip * LEAD_ROUND_TRIPS;
@@ -638,6 +644,14 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     const started = performance.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
+      // A bad clock is said before any I/O: its reading must never size a reservation.
+      const before = this.#readClock();
+      if (!Number.isSafeInteger(count) || count < 1) {
+        throw new KvIdError("config", `the step became ${count}, not a positive integer`, {
+          key: this.key,
+          field: this.name,
+        });
+      }
       const store = this.#store ??= this.#makeStore();
       const attempt = store.reserve(this.key, this.name, count, {
         floor,
@@ -655,7 +669,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       // IDs taken or asked for so far: what the step rule and the prefetch lead measure.
-      const now = this.#clock();
+      let now = before;
+      try {
+        const after = this.#clock();
+        if (Number.isFinite(after)) now = after;
+      } catch { /* said by the next reservation's reading */ }
       const taken = this.#accepted - this.#buf.remaining + this.#demand;
       this.#sizer.reserved(now, taken);
       const lead = this.#prefetchLead(now, taken);
@@ -711,6 +729,28 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
     }
     return storeFor(redis);
+  }
+
+  /** The clock's reading, or a `"config"` error if it is not a finite number of ms. */
+  #readClock(): number {
+    let now: unknown;
+    try {
+      now = this.#clock();
+    } catch (cause) {
+      throw new KvIdError("config", "the clock option threw", {
+        key: this.key,
+        field: this.name,
+        cause,
+      });
+    }
+    if (typeof now !== "number" || !Number.isFinite(now)) {
+      throw new KvIdError(
+        "config",
+        `the clock option returned ${describe(now)}, not a finite number of milliseconds`,
+        { key: this.key, field: this.name },
+      );
+    }
+    return now;
   }
 
   #refusal(reason: "unsafe" | "rollback", last: bigint): KvIdError {

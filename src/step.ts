@@ -76,7 +76,8 @@ export class StepSizer {
     const lastTaken = this.#lastTaken;
     this.#lastAt = now;
     this.#lastTaken = taken;
-    if (lastAt === undefined) return this.step;
+    // First reservation, or a clock that went back: no measure, the step stays.
+    if (lastAt === undefined || !(now >= lastAt)) return this.step;
     const elapsed = now - lastAt;
     if (this.#rule === "doubling") {
       if (elapsed < this.#duration) this.step = Math.min(this.step * 2, this.#max);
