@@ -580,6 +580,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly #maxSeq: number;
   readonly #keepDays: number | undefined;
   readonly #recheckMargin: number;
+  readonly #timeout: number;
 
   #gen: KvId<number> | undefined;
   #day: Day | undefined;
@@ -671,7 +672,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#hasStore = options.store !== undefined;
     this.#maxSeq = maxSeq;
     this.#keepDays = options.keepDays;
-    this.#recheckMargin = (options.timeout ?? 5_000) + RECHECK_SLACK_MS;
+    this.#timeout = options.timeout ?? 5_000;
+    this.#recheckMargin = this.#timeout + RECHECK_SLACK_MS;
   }
 
   // The hot path: one clock read against the precomputed end of the day, then the engine's.
@@ -850,8 +852,26 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     );
   }
 
-  async #cleanup(before: Day | string): Promise<number> {
+  /** A cleanup, bounded by `timeout` whatever the server does (close() waits for it). */
+  #cleanup(before: Day | string): Promise<number> {
     const day = typeof before === "string" ? before : before.text;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() =>
+        reject(
+          new KvIdError("timeout", `the cleanup took more than ${this.#timeout} ms`, {
+            key: this.key,
+            field: `<${day}`,
+          }),
+        ), this.#timeout);
+    });
+    const cleanup = this.#cleanupNow(day);
+    // A late reply is dropped: deleting old days again later is harmless.
+    cleanup.catch(() => {});
+    return Promise.race([cleanup, late]).finally(() => clearTimeout(timer));
+  }
+
+  async #cleanupNow(day: string): Promise<number> {
     const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
     if (source === undefined) {
       throw new KvIdError(
