@@ -105,6 +105,13 @@ export interface DailyIdOptions {
   prefetchAt?: number;
   /** How long, in ms, a call waits for a reservation before it rejects. Default 5,000. */
   timeout?: number;
+  /**
+   * During a known outage, calls reject at once as `"unavailable"` while a probe retries (see
+   * KvId's `failFast`).
+   *
+   * @default {true}
+   */
+  failFast?: boolean;
   /** Send the highest reserved seq as a floor with each reservation (see KvId). Default true. */
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
@@ -548,6 +555,7 @@ const PASSED_TO_KVID = [
   "segmentDuration",
   "prefetchAt",
   "timeout",
+  "failFast",
   "guard",
   "rollbackMargin",
   "stepRule",

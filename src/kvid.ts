@@ -77,6 +77,17 @@ export interface KvIdOptions {
    * none is buffered, before it rejects with a {@linkcode KvIdError}. Default 5,000.
    */
   timeout?: number;
+  /**
+   * Fail fast during a known outage. Once the store is known down (a call waited `timeout` while
+   * every reservation failed, or reservations kept failing for `timeout`), a call that finds no
+   * ID buffered rejects at once with an `"unavailable"` {@linkcode KvIdError} (the last store
+   * error as its cause) instead of waiting out `timeout`, while one background probe at a time
+   * retries with backoff (at most `timeout / 2` or 2 s apart); the first probe that succeeds
+   * serves calls again. False: every such call waits up to `timeout`.
+   *
+   * @default {true}
+   */
+  failFast?: boolean;
   /** Hand out `bigint` IDs, exact up to 2^63-1. Default false: `number`, up to 2^53-1. */
   bigint?: boolean;
   /**
@@ -267,6 +278,7 @@ const OPTION_NAMES = new Set([
   "segmentDuration",
   "prefetchAt",
   "timeout",
+  "failFast",
   "bigint",
   "guard",
   "rollbackMargin",
@@ -300,6 +312,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #maxStep: number;
   readonly #timeout: number;
   readonly #guard: boolean;
+  readonly #failFast: boolean;
   readonly #margin: bigint;
   readonly #clock: () => number;
   #store: Store | undefined;
@@ -321,6 +334,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #segments = 0;
   #failures = 0;
   #failuresInRow = 0;
+  // Outage state (failFast): when the failures in a row began, since when the store is known
+  // down, and whether a call was turned away since the last probe (so another one is wanted).
+  #failingSince = 0;
+  #downSince: number | undefined;
+  #probeWanted = false;
   #stalls = 0;
   #rollbacks = 0;
   #lastFetchMs: number | undefined;
@@ -355,7 +373,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
     checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
-    for (const flag of ["bigint", "guard"] as const) {
+    for (const flag of ["bigint", "guard", "failFast"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
           `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -406,6 +424,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#maxStep = maxStep;
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
+    this.#failFast = options.failFast ?? true;
     this.#margin = BigInt(margin);
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
@@ -514,6 +533,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (last !== undefined && !isTransient(last.code) && now < this.#retryAt) {
       return Promise.reject(last); // fail fast on a refusal, retried after the backoff
     }
+    if (this.#downSince !== undefined && this.#probing()) {
+      // Known down and a probe is on its way: say so now rather than after `timeout`.
+      this.#probeWanted = true;
+      return Promise.reject(this.#downError(now));
+    }
     this.#stalls++;
     return new Promise((resolve, reject) => {
       this.#waiters.push({ need, got, ids, deadline: now + this.#timeout, resolve, reject });
@@ -552,12 +576,15 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#deadlineTimer = undefined;
     const now = performance.now();
     const waiters = this.#waiters;
+    const before = this.#head;
     while (this.#head < waiters.length && waiters[this.#head].deadline <= now) {
       const w = waiters[this.#head++];
       this.#demand -= w.need - w.got;
       w.reject(this.#timeoutError());
     }
     this.#compact();
+    // A call waited its whole timeout while reservations failed: the store is known down.
+    if (this.#head !== before && this.#lastError !== undefined) this.#markDown(now);
     if (this.#head < waiters.length) {
       const wait = Math.max(1, waiters[this.#head].deadline - now);
       this.#deadlineTimer = setTimeout(() => this.#expire(), wait);
@@ -618,7 +645,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   /** Start a reservation if one is wanted and none is in flight (single flight). */
   #pump(): void {
     if (this.#inflight !== undefined || this.#closed) return;
-    const waiting = this.#demand > 0;
+    const waiting = this.#demand > 0 || (this.#downSince !== undefined && this.#probeWanted);
     if (!waiting && !this.#buf.wantsNext) return;
     const delay = this.#retryAt - performance.now();
     if (delay > 0) {
@@ -631,6 +658,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
       return;
     }
+    this.#probeWanted = false;
     this.#inflight = this.#reserve().finally(() => {
       this.#inflight = undefined;
       this.#pump();
@@ -701,16 +729,19 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#accepted += added;
       this.#failuresInRow = 0;
       this.#retryAt = 0;
+      this.#downSince = undefined;
       this.#lastError = undefined;
       this.#serve();
     } catch (err) {
       const error = toKvIdError(err, this.key, this.name);
       this.#failures++;
-      this.#failuresInRow++;
+      if (this.#failuresInRow++ === 0) this.#failingSince = started;
       this.#lastError = error;
       this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);
       // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
+      else if (this.#downSince !== undefined) this.#rejectWaiters(() => this.#downError());
+      else if (performance.now() - this.#failingSince >= this.#timeout) this.#markDown();
     } finally {
       clearTimeout(timer);
     }
@@ -729,6 +760,32 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
     }
     return storeFor(redis);
+  }
+
+  /** A probe is in flight or waiting out its backoff. */
+  #probing(): boolean {
+    return this.#inflight !== undefined || this.#backoffTimer !== undefined;
+  }
+
+  /**
+   * The store is known down: with `failFast`, callers are told at once from now on and one
+   * probe at a time (in the background) looks for the store's return.
+   */
+  #markDown(now = performance.now()): void {
+    if (!this.#failFast || this.#closed || this.#downSince !== undefined) return;
+    this.#downSince = now;
+    this.#probeWanted = true;
+    this.#rejectWaiters(() => this.#downError(now));
+    this.#pump();
+  }
+
+  #downError(now = performance.now()): KvIdError {
+    const since = Math.round(now - this.#failingSince);
+    return new KvIdError(
+      "unavailable",
+      `the store is down (no reservation succeeded for ${since} ms): failing fast while a probe retries`,
+      { key: this.key, field: this.name, cause: this.#lastError },
+    );
   }
 
   /** The clock's reading, or a `"config"` error if it is not a finite number of ms. */

@@ -340,6 +340,7 @@ Deno.test("server down: buffered IDs flow, then a KvIdError after the timeout, t
         minStep: 10,
         maxStep: 10,
         timeout: 300,
+        failFast: false,
       });
       assert.equal(await id.next(), 1);
       await server.kill();

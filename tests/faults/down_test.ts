@@ -50,6 +50,7 @@ for (const kind of CLIENTS) {
         maxStep: 50,
         prefetchAt: 0,
         timeout,
+        failFast: false, // every call waits out its timeout (failFast: see outage_test.ts)
       });
       const ids = [await id.next()];
       await server.kill();
@@ -117,7 +118,14 @@ Deno.test({
     const client = rawClient(server.url);
     const recs = Array.from({ length: 8 }, () => new Recorder(client));
     const gens = recs.map((redis, i) =>
-      new KvId(`jitter-${i}`, { redis, minStep: 1, maxStep: 1, prefetchAt: 0, timeout: 700 })
+      new KvId(`jitter-${i}`, {
+        redis,
+        minStep: 1,
+        maxStep: 1,
+        prefetchAt: 0,
+        timeout: 700,
+        failFast: false,
+      })
     );
     try {
       await Promise.all(gens.map((g) => g.next()));
@@ -155,6 +163,7 @@ for (const kind of CLIENTS) {
         maxStep: 20,
         prefetchAt: 0,
         timeout: 300,
+        failFast: false,
       });
       const ids: number[] = [];
       for (let i = 0; i < 20; i++) ids.push(await id.next());
@@ -195,7 +204,13 @@ Deno.test({
     await using server = await startServer({ persistence: "aof" });
     const rec = new Recorder(rawClient(server.url));
     const timeout = 300;
-    await using id = new KvId("outage", { redis: rec, minStep: 1, maxStep: 1, timeout });
+    await using id = new KvId("outage", {
+      redis: rec,
+      minStep: 1,
+      maxStep: 1,
+      timeout,
+      failFast: false,
+    });
     assert.equal(await id.next(), 1);
     await server.kill();
     // Enough failed attempts for the backoff to reach its cap.

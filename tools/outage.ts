@@ -1,0 +1,49 @@
+/**
+ * Measures what an outage costs a caller, with `failFast` on (the default) and off: the time
+ * to the first error, the time of the calls after it, and the time from the server's return
+ * (answering PING again) to the first ID served. Real redis-server, real clients, defaults
+ * (`timeout` 5,000 ms). Run: `deno run -A tools/outage.ts`.
+ *
+ * @module
+ */
+
+import { KvId, KvIdError } from "../mod.ts";
+import { openClient } from "../tests/clients.ts";
+import { startServer } from "../tests/server.ts";
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x: number) => x < 1 ? `${(x * 1000).toFixed(0)} µs` : `${x.toFixed(0)} ms`;
+
+for (const kind of ["node-redis", "ioredis"] as const) {
+  for (const failFast of [true, false]) {
+    await using server = await startServer({ persistence: "aof" });
+    await using client = await openClient(kind, server.url);
+    await using id = new KvId("outage", { redis: client.redis, failFast, prefetchAt: 0 });
+    await id.next();
+    for (let n = id.stats().remaining; n > 0; n--) await id.next();
+    await server.kill();
+    const calls: number[] = [];
+    const codes = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const t = performance.now();
+      await id.next().catch((e: KvIdError) => codes.add(e.code));
+      calls.push(performance.now() - t);
+    }
+    await server.restart();
+    const back = performance.now();
+    for (;;) {
+      try {
+        await id.next();
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+    const recovery = performance.now() - back;
+    console.log(
+      `${kind.padEnd(10)} failFast ${String(failFast).padEnd(5)}: first error ${ms(calls[0])}, ` +
+        `next 5 calls median ${ms(median(calls.slice(1)))} (${[...codes].join(", ")}), ` +
+        `recovery ${ms(recovery)}`,
+    );
+  }
+}
