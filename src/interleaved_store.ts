@@ -89,6 +89,14 @@ interface Health {
   srtt: number | undefined;
 }
 const healths = new WeakMap<object, Health>();
+/** A reply in time: smooth it into the round-trip estimate. */
+function learn(health: Health, rtt: number): void {
+  health.srtt = health.srtt === undefined ? rtt : 0.875 * health.srtt + 0.125 * rtt;
+}
+/** A reply after its attempt was given up: the link is at least that slow. */
+function learnLate(health: Health, rtt: number): void {
+  health.srtt = Math.max(health.srtt ?? 0, rtt);
+}
 function healthOf(source: RedisSource): Health {
   let h = healths.get(source);
   if (h === undefined) healths.set(source, h = { failures: 0, retryAt: 0, srtt: undefined });
@@ -192,21 +200,22 @@ export class InterleavedStore implements Store {
     const blocks = Math.min(MAX_BLOCKS, Math.max(1, Math.ceil(count / this.#blockSize)));
     const deadline = performance.now() + this.#timeout;
     const errors: KvIdError[] = [];
-    for (const i of this.#order()) {
+    const order = this.#order();
+    for (const [tried, i] of order.entries()) {
       const source = this.#sources[i];
       const health = healthOf(source);
       const left = deadline - performance.now();
       if (left <= 0) break;
-      const limit = Math.min(
-        left,
-        this.#timeout / n,
-        Math.max(MIN_ATTEMPT_MS, RTT_FACTOR * (health.srtt ?? 0)),
-      );
+      // A server whose round trip is not known yet gets a fair share of what is left, so a slow
+      // link works within the caller's timeout; a known one a few round trips (a late reply
+      // raises what is known, so a link that got slower is waited for next time).
+      const limit = health.srtt === undefined
+        ? left / (order.length - tried)
+        : Math.min(left, this.#timeout / n, Math.max(MIN_ATTEMPT_MS, RTT_FACTOR * health.srtt));
       const started = performance.now();
       try {
         const reply = await this.#attempt(i, key, field, blocks, options, limit);
-        const rtt = performance.now() - started;
-        health.srtt = health.srtt === undefined ? rtt : 0.875 * health.srtt + 0.125 * rtt;
+        learn(health, performance.now() - started);
         health.failures = 0;
         health.retryAt = 0;
         this.#next = (i + 1) % n;
@@ -253,14 +262,20 @@ export class InterleavedStore implements Store {
     limitMs: number,
   ): Promise<Reservation> {
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let late = false;
+    const started = performance.now();
     const attempt = this.#run(i, key, field, blocks, options);
-    // A late reply is dropped: its blocks are spent, never handed out.
-    attempt.catch(() => {});
+    // A late reply is dropped: its blocks are spent, never handed out. Its round trip is
+    // learned, so the next attempt on a slower link than measured so far waits long enough.
+    attempt.then(() => {
+      if (late) learnLate(healthOf(this.#sources[i]), performance.now() - started);
+    }, () => {});
     try {
       return await Promise.race([
         attempt,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
+            late = true;
             reject(
               new KvIdError(
                 "timeout",
