@@ -85,6 +85,7 @@ export interface IoredisLike {
  */
 export function fromNodeRedis(client: NodeRedisLike): RedisClient {
   checkMethods(client, "fromNodeRedis", ["hIncrBy", "eval", "evalSha"]);
+  const reported = listenForErrors(client);
   // node-redis parses integer replies near 2^53 inexactly (it replied 2^53-4 for 2^53-3):
   // read integers as strings instead. 58 is RESP_TYPES.NUMBER (":").
   if (typeof client.withTypeMapping === "function") {
@@ -93,9 +94,11 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
     });
   }
   return {
-    hincrby: (key, field, increment) => client.hIncrBy(key, field, increment),
-    eval: (script, keys, args) => client.eval(script, { keys, arguments: args.map(String) }),
-    evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args.map(String) }),
+    hincrby: (key, field, increment) => reported(client.hIncrBy(key, field, increment)),
+    eval: (script, keys, args) =>
+      reported(client.eval(script, { keys, arguments: args.map(String) })),
+    evalsha: (sha1, keys, args) =>
+      reported(client.evalSha(sha1, { keys, arguments: args.map(String) })),
     sendCommand: (command, args = []) => {
       const send = client.sendCommand;
       if (typeof send !== "function") {
@@ -127,10 +130,13 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
  */
 export function fromIoredis(client: IoredisLike): RedisClient {
   checkMethods(client, "fromIoredis", ["hincrby", "eval", "evalsha", "call"]);
+  const reported = listenForErrors(client);
   return {
-    hincrby: (key, field, increment) => client.hincrby(key, field, increment),
-    eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args.map(String)),
-    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args.map(String)),
+    hincrby: (key, field, increment) => reported(client.hincrby(key, field, increment)),
+    eval: (script, keys, args) =>
+      reported(client.eval(script, keys.length, ...keys, ...args.map(String))),
+    evalsha: (sha1, keys, args) =>
+      reported(client.evalsha(sha1, keys.length, ...keys, ...args.map(String))),
     sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
   };
 }
@@ -202,6 +208,46 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
       send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
     sendCommand: (command, args = []) => send(command, args.map(String)),
   };
+}
+
+/**
+ * node-redis (and ioredis) emit `"error"` on a lost connection. node-redis with no listener
+ * throws from its reconnect path: the client never reconnects (or the process dies), so a
+ * service built without `client.on("error", ...)` stays down after the server returns. When the
+ * client has no listener yet, the adapter listens, and a command that fails without a server
+ * reply carries the client's latest error in its message (seen in `stats().lastError`).
+ * Returns a wrapper for the client's command promises.
+ */
+function listenForErrors(client: unknown): <T>(reply: Promise<T>) => Promise<T> {
+  const emitter = client as {
+    on?: (event: string, listener: (err: unknown) => void) => unknown;
+    listenerCount?: (event: string) => number;
+  };
+  if (typeof emitter.on !== "function" || typeof emitter.listenerCount !== "function") {
+    return (reply) => reply;
+  }
+  if (emitter.listenerCount("error") > 0) return (reply) => reply;
+  let latest: unknown;
+  emitter.on("error", (err) => latest = err);
+  return (reply) =>
+    reply.then((value) => {
+      latest = undefined;
+      return value;
+    }, (err) => {
+      const seen = latest;
+      if (seen === undefined || seen === err || isServerReply(err)) throw err;
+      const text = (e: unknown) => e instanceof Error ? e.message : String(e);
+      throw new Error(`${text(err)} (the client reported: ${text(seen)})`, { cause: err });
+    });
+}
+
+/** A server's error reply (kept as it is: its class tells a refusal from a lost connection). */
+function isServerReply(err: unknown): boolean {
+  for (let p = err; p && typeof p === "object"; p = Object.getPrototypeOf(p)) {
+    const name = (p as { constructor?: { name?: string } }).constructor?.name ?? "";
+    if (/Reply|SimpleError|BlobError/.test(name)) return true;
+  }
+  return false;
 }
 
 function checkMethods(client: unknown, fn: string, methods: string[]): void {
