@@ -12,6 +12,7 @@ import {
   checkRedisSource,
   type RedisSource,
   RedisStore,
+  type Reservation,
   type Store,
   toKvIdError,
 } from "./redis_store.ts";
@@ -671,6 +672,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     const floor = this.#buf.high;
     const started = performance.now();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let abandoned = false;
     try {
       // A bad clock is said before any I/O: its reading must never size a reservation.
       const before = this.#readClock();
@@ -688,10 +690,17 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         exact: this.#bigint,
       });
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(this.#timeoutError("the reservation took")), this.#timeout);
+        timer = setTimeout(() => {
+          abandoned = true;
+          reject(this.#timeoutError("the reservation took"));
+        }, this.#timeout);
       });
       // A late reply is dropped: its range is spent, never handed out.
-      attempt.catch(() => {});
+      // A late reply is still read for a rollback it found (a command a client queued while the
+      // server restarted empty raises the counter): nobody else would ever report it.
+      attempt.then((late) => {
+        if (abandoned && !this.#closed) this.#lateRollback(late, floor);
+      }, () => {});
       const reply = await Promise.race([attempt, timeout]);
       if (this.#closed) return;
       this.#lastFetchMs = performance.now() - started;
@@ -760,6 +769,15 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
     }
     return storeFor(redis);
+  }
+
+  /** An abandoned reservation's reply that found the counter below the mark: report it. */
+  #lateRollback(reply: Reservation, floor: bigint): void {
+    const first = reply.ranges[0]?.first;
+    if (!reply.raised && !(floor > 0n && first !== undefined && first <= floor)) return;
+    this.#rollbacks++;
+    const last = reply.ranges.at(-1)?.last ?? 0n;
+    this.dispatchEvent(new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last } }));
   }
 
   /** A probe is in flight or waiting out its backoff. */
