@@ -8,7 +8,9 @@
  * What went wrong, as a stable string to branch on.
  *
  * - `"closed"`: the generator was closed.
- * - `"config"`: no Redis client was given or configured, or a factory failed permanently.
+ * - `"config"`: a setup mistake waiting cannot fix: no Redis client given or configured, auth
+ *   failed, a command not allowed (`NOPERM`) or unknown (renamed), Deno KV without
+ *   `--unstable-kv` or its directory, a `clock` returning a non-finite reading.
  * - `"timeout"`: no ID could be reserved within the `timeout` option.
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).
