@@ -80,7 +80,7 @@ export interface KvIdOptions {
   timeout?: number;
   /**
    * Fail fast during a known outage. Once the store is known down (a call waited `timeout` while
-   * every reservation failed, or reservations kept failing for `timeout`), a call that finds no
+   * reservations failed, or one reservation hung for `timeout`), a call that finds no
    * ID buffered rejects at once with an `"unavailable"` {@linkcode KvIdError} (the last store
    * error as its cause) instead of waiting out `timeout`, while one background probe at a time
    * retries with backoff (at most `timeout / 2` or 2 s apart); the first probe that succeeds
@@ -577,15 +577,16 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#deadlineTimer = undefined;
     const now = performance.now();
     const waiters = this.#waiters;
-    const before = this.#head;
+    let expired = 0;
     while (this.#head < waiters.length && waiters[this.#head].deadline <= now) {
       const w = waiters[this.#head++];
       this.#demand -= w.need - w.got;
       w.reject(this.#timeoutError());
+      expired++;
     }
     this.#compact();
     // A call waited its whole timeout while reservations failed: the store is known down.
-    if (this.#head !== before && this.#lastError !== undefined) this.#markDown(now);
+    if (expired > 0 && this.#lastError !== undefined) this.#markDown(now);
     if (this.#head < waiters.length) {
       const wait = Math.max(1, waiters[this.#head].deadline - now);
       this.#deadlineTimer = setTimeout(() => this.#expire(), wait);
@@ -750,7 +751,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
       else if (this.#downSince !== undefined) this.#rejectWaiters(() => this.#downError());
-      else if (performance.now() - this.#failingSince >= this.#timeout) this.#markDown();
+      // An attempt that took the whole timeout (a hung server): known down too.
+      else if (performance.now() - started >= this.#timeout) this.#markDown();
     } finally {
       clearTimeout(timer);
     }

@@ -289,7 +289,8 @@ Deno.test({
       assert.equal(new Set(all).size, all.length, "no duplicate across clients");
       for (const g of gens) assert.equal(g.stats().failures, 0, "redirects are the client's job");
       const counter = Number(await ioredis.hget("kvid", name));
-      assert.ok(counter >= Math.max(...all), "the counter moved with its hash");
+      const top = all.reduce((a, b) => Math.max(a, b), 0); // no spread: the list is long
+      assert.ok(counter >= top, "the counter moved with its hash");
     });
   } finally {
     nodeRedis.destroy();

@@ -94,7 +94,7 @@ Deno.test("StepSizer rate: sized by the measured rate, at most x16 up and /2 dow
 
 Deno.test("a reply that comes after the timeout is dropped: its range is never issued", async () => {
   const store = new ScriptedStore();
-  await using id = new KvId("x", { store, timeout: 50, minStep: 10, maxStep: 10 });
+  await using id = new KvId("x", { store, timeout: 50, minStep: 10, maxStep: 10, failFast: false });
   const first = id.next();
   await assert.rejects(first, (e) => e instanceof KvIdError && e.code === "timeout");
   const second = id.next();
@@ -114,7 +114,13 @@ Deno.test("a reply that comes after the timeout is dropped: its range is never i
 
 Deno.test("buffered IDs flow while reservations fail; the error comes when none are left", async () => {
   const store = new ScriptedStore();
-  await using id = new KvId("x", { store, timeout: 200, minStep: 10, maxStep: 10 });
+  await using id = new KvId("x", {
+    store,
+    timeout: 200,
+    minStep: 10,
+    maxStep: 10,
+    failFast: false,
+  });
   const p = id.next();
   await store.called(1);
   store.answer(0, 1n, 10n);
