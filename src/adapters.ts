@@ -160,6 +160,8 @@ export function fromIoredis(client: IoredisLike): RedisClient {
 export interface BunRedisLike {
   /** Any command as a name and string arguments. */
   send(command: string, args: string[]): Promise<unknown>;
+  /** Connect (again): Bun's client stays failed after its own reconnect attempts ran out. */
+  connect?(): Promise<unknown>;
 }
 
 // Bun's server errors are plain `Error`s (name "RedisError", code "ERR_REDIS_SERVER_ERROR");
@@ -190,12 +192,24 @@ class BunRedisReplyError extends Error {
  */
 export function fromBunRedis(client: BunRedisLike): RedisClient {
   checkMethods(client, "fromBunRedis", ["send"]);
+  let reconnecting: Promise<unknown> | undefined;
   const send = async (command: string, args: string[]): Promise<unknown> => {
     try {
       return await client.send(command, args);
     } catch (err) {
-      if (err instanceof Error && (err as { code?: unknown }).code === "ERR_REDIS_SERVER_ERROR") {
+      const code = (err as { code?: unknown } | null)?.code;
+      if (err instanceof Error && code === "ERR_REDIS_SERVER_ERROR") {
         throw new BunRedisReplyError(err);
+      }
+      // Once its reconnect attempts ran out, Bun's client fails every command ("Connection has
+      // failed") until connect() is called: call it, one at a time, so a later try can succeed.
+      if (
+        code === "ERR_REDIS_CONNECTION_CLOSED" && typeof client.connect === "function" &&
+        reconnecting === undefined
+      ) {
+        reconnecting = Promise.resolve().then(() => client.connect!()).catch(() => {}).finally(
+          () => reconnecting = undefined,
+        );
       }
       throw err;
     }

@@ -35,9 +35,9 @@ function freePort() {
 }
 
 /** Start redis-server and resolve once it logs that it accepts connections. */
-async function startRedis() {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "kvid-smoke-"));
+async function startRedis(port, dir) {
+  port ??= await freePort();
+  dir ??= mkdtempSync(join(tmpdir(), "kvid-smoke-"));
   const child = spawn("redis-server", [
     "--port",
     String(port),
@@ -67,6 +67,15 @@ async function startRedis() {
   const exited = new Promise((ok) => child.once("exit", ok));
   return {
     url: `redis://127.0.0.1:${port}`,
+    /** SIGKILL the server; `start()` starts it again on the same port (empty). */
+    async kill() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+    async start() {
+      const again = await startRedis(port, dir);
+      Object.assign(this, { stop: again.stop, kill: again.kill, start: again.start });
+    },
     async stop() {
       child.kill("SIGTERM");
       await exited;
@@ -106,7 +115,7 @@ function assertIncreasing(ids, what) {
   }
 }
 
-async function smoke(kind, url) {
+async function smoke(kind, url, server = {}) {
   const c = await open(kind, url);
   try {
     const name = `smoke-${kind}-${Date.now()}`;
@@ -160,9 +169,41 @@ async function smoke(kind, url) {
     );
     await badId.close();
 
+    // The client as the README shows it (no error listener of ours) recovers after a restart.
+    let recovered = "";
+    if (server.kill) {
+      const down = new KvId(`${name}-restart`, { redis: c.redis, prefetchAt: 0, timeout: 500 });
+      await down.next();
+      await server.kill();
+      // The client sees the outage; Bun's client until it has given up reconnecting (then it
+      // fails every command until connect() is called, which the adapter does).
+      for (const started = performance.now();;) {
+        const err = await down.next().then(() => assert.fail("an ID while down"), (e) => e);
+        assert.ok(err instanceof KvIdError, `not a KvIdError: ${err}`);
+        let text = "";
+        for (let e = err; e; e = e.cause) text += ` ${e.message}`;
+        if (kind !== "bun" || /Max reconnection attempts|Connection has failed/.test(text)) break;
+        assert.ok(performance.now() - started < 60_000, `bun never gave up: ${text}`);
+        await new Promise((ok) => setTimeout(ok, 50)); // the client's state: poll
+      }
+      await server.start();
+      const back = performance.now();
+      for (let i = 0; !recovered; i++) {
+        assert.ok(performance.now() - back < 60_000, `${kind}: no recovery after a restart`);
+        try {
+          await down.next();
+          recovered = `, back ${(performance.now() - back).toFixed(0)} ms after a restart`;
+        } catch (err) {
+          assert.ok(err instanceof KvIdError, `not a KvIdError: ${err}`);
+          await new Promise((ok) => setTimeout(ok, 20)); // the server coming back: poll
+        }
+      }
+      await down.close();
+    }
+
     console.log(
       `ok ${runtime} ${kind}: 10,000 IDs unique and increasing in ${ms.toFixed(0)} ms ` +
-        `(${stats.segments} reservations), bigint exact above 2^53, refusals typed`,
+        `(${stats.segments} reservations), bigint exact above 2^53, refusals typed${recovered}`,
     );
   } finally {
     await c.close();
@@ -172,7 +213,7 @@ async function smoke(kind, url) {
 const external = process.env.KVID_SMOKE_URL;
 const server = external ? { url: external, stop: async () => {} } : await startRedis();
 try {
-  for (const kind of clients) await smoke(kind, server.url);
+  for (const kind of clients) await smoke(kind, server.url, external ? undefined : server);
 } finally {
   await server.stop();
 }
