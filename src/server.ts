@@ -328,6 +328,11 @@ export function createHandler(options: ServiceOptions): IdService {
         "retry-after": "1",
       });
     }
+    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
+      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
+      generators.drop(entry);
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
     if (err instanceof KvIdError && err.code === "overflow" && entry.kind === "daily") {
       const ends = (entry.gen as unknown as { stats(): { dayEndsAt?: number } }).stats()
         .dayEndsAt;

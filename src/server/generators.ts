@@ -191,6 +191,13 @@ export class Generators {
     return entry;
   }
 
+  /** Forget `entry` (a name the store refused) and close its generator. */
+  drop(entry: Entry): void {
+    const id = `${entry.kind}:${entry.name}`;
+    if (this.#entries.get(id) === entry) this.#entries.delete(id);
+    this.#track(entry.gen.close());
+  }
+
   #evictOne(nowMs: number): boolean {
     const [id, lru] = this.#entries.entries().next().value!;
     if (lru.pending > 0 || !(nowMs - lru.lastUsed >= this.#options.idleMs)) return false;
