@@ -126,6 +126,7 @@ export interface IdService extends AsyncDisposable {
 export const MAX_COUNT = 10_000;
 const MAX_URL_LENGTH = 16_384;
 const MAX_BODY_BYTES = 65_536;
+const MAX_FORM_BYTES = 4_096;
 const READY_TIMEOUT_MS = 1_000;
 const ID_METHODS = "GET, POST";
 const RETRY: ReadonlySet<string> = new Set(["timeout", "connection", "conflict", "closed"]);
@@ -369,17 +370,11 @@ export function createHandler(options: ServiceOptions): IdService {
       if (path === "/logout") {
         return html(303, "", { location: "/", "set-cookie": sessions.close(req, secure(req)) });
       }
-      const length = Number(req.headers.get("content-length") ?? "0");
-      if (!(length <= 4096)) {
-        await req.body?.cancel();
-        return errorResponse(429, "request_too_large", "the form is too large");
+      const form = await readLimited(req, MAX_FORM_BYTES);
+      if (form === undefined) {
+        return errorResponse(429, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
       }
-      let token = "";
-      try {
-        token = String((await req.formData()).get("token") ?? "");
-      } catch {
-        // not a form: a wrong token
-      }
+      const token = new URLSearchParams(form).get("token") ?? "";
       const scope = auth === undefined ? "*" : auth.check(token);
       if (scope === undefined) return html(401, loginPage(true));
       return html(303, "", { location: "/", "set-cookie": sessions.open(scope, secure(req)) });
@@ -478,6 +473,31 @@ export function createHandler(options: ServiceOptions): IdService {
     }, daily serials in ${timeZone}`,
   );
   return { fetch, close, [Symbol.asyncDispose]: close };
+}
+
+/** The body as text, or undefined (and the rest cancelled) past `max` bytes, chunked or not. */
+async function readLimited(req: Request, max: number): Promise<string | undefined> {
+  if (req.body === null) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function text(status: number, body: string, headers: Record<string, string> = {}): Response {

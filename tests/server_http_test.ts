@@ -298,6 +298,43 @@ Deno.test("service: tokens (401, 403), never echoed or logged; no start without 
     // /metrics needs a token of any scope.
     assert.equal((await call(s.url, "/metrics", { method: "GET", token: ORDERS })).status, 200);
   });
+  await t.step(
+    "the status page's sign-in form: wrong, oversized (even chunked), right",
+    async () => {
+      const login = (body: BodyInit) =>
+        fetch(`${s.url}/login`, { method: "POST", body, redirect: "manual" });
+      const wrong = await login(new URLSearchParams({ token: "wrong-token-0123456789" }));
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.headers.get("set-cookie"), null);
+      assert.ok(!(await wrong.text()).includes("wrong-token-0123456789"));
+      const chunk = new Uint8Array(1024).fill(0x61);
+      let sent = 0;
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          // Stops by itself: far past the cap, never unbounded.
+          if (++sent > 1024) controller.close();
+          else controller.enqueue(chunk);
+        },
+      });
+      const big = await login(endless);
+      assertError(
+        { status: big.status, headers: big.headers, body: await big.text() },
+        429,
+        "request_too_large",
+      );
+      const right = await login(new URLSearchParams({ token: ORDERS }));
+      await right.body?.cancel();
+      assert.equal(right.status, 303);
+      assert.match(
+        right.headers.get("set-cookie") ?? "",
+        /^kvid_session=[\w-]{43}; .*HttpOnly; SameSite=Strict$/,
+      );
+      const page = await fetch(`${s.url}/`, {
+        headers: { cookie: right.headers.get("set-cookie")!.split(";")[0] },
+      });
+      assert.match(await page.text(), /live generator/);
+    },
+  );
   await t.step("no token in any log line", () => {
     const log = s.logged.join("\n");
     for (const token of [ALL, ORDERS, ...presented]) assert.ok(!log.includes(token));
