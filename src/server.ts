@@ -359,13 +359,17 @@ export function createHandler(options: ServiceOptions): IdService {
           "cache-control": "no-store",
           "content-security-policy": PAGE_CSP,
           "x-frame-options": "DENY",
-          "referrer-policy": "no-referrer",
+          "referrer-policy": "same-origin", // "no-referrer" makes form posts send Origin: null
           ...headers,
         },
       });
     if (path === "/login" || path === "/logout") {
       if (req.method !== "POST") {
         return errorResponse(405, "method_not_allowed", "use POST", { allow: "POST" });
+      }
+      if (!sameOrigin(req)) {
+        // Another site's form posting here (login CSRF): browsers send its Origin.
+        return errorResponse(403, "forbidden", "the form was posted from another site");
       }
       if (path === "/logout") {
         return html(303, "", { location: "/", "set-cookie": sessions.close(req, secure(req)) });
@@ -473,6 +477,20 @@ export function createHandler(options: ServiceOptions): IdService {
     }, daily serials in ${timeZone}`,
   );
   return { fetch, close, [Symbol.asyncDispose]: close };
+}
+
+/**
+ * False when a browser says the request comes from another site. By host, not scheme: behind a
+ * TLS-terminating proxy the page is https while the request reaching us is http.
+ */
+function sameOrigin(req: Request): boolean {
+  const origin = req.headers.get("origin");
+  if (origin === null) return true; // not a browser, or a same-origin GET-like navigation
+  try {
+    return new URL(origin).host === (req.headers.get("host") ?? new URL(req.url).host);
+  } catch {
+    return false; // "null" (sandboxed frames, privacy redirects) and garbage
+  }
 }
 
 /** The body as text, or undefined (and the rest cancelled) past `max` bytes, chunked or not. */

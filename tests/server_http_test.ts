@@ -322,6 +322,18 @@ Deno.test("service: tokens (401, 403), never echoed or logged; no start without 
         429,
         "request_too_large",
       );
+      const forged = await fetch(`${s.url}/login`, {
+        method: "POST",
+        body: new URLSearchParams({ token: ORDERS }),
+        headers: { origin: "https://evil.example" },
+        redirect: "manual",
+      });
+      assertError(
+        { status: forged.status, headers: forged.headers, body: await forged.text() },
+        403,
+        "forbidden",
+      );
+      assert.equal(forged.headers.get("set-cookie"), null);
       const right = await login(new URLSearchParams({ token: ORDERS }));
       await right.body?.cancel();
       assert.equal(right.status, 303);
