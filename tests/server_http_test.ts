@@ -380,6 +380,23 @@ Deno.test("service: 503 + Retry-After while the store hangs, 500 without a stack
     assert.equal((await call(s.url, "/v1/ids/order")).status, 200);
     assert.equal((await call(s.url, "/readyz", { method: "GET", token: null })).status, 200);
   });
+  await t.step(
+    "the store is down (connection refused): 503, then IDs once it is back",
+    async () => {
+      await server.kill();
+      const a = await call(s.url, "/v1/ids/down?count=10");
+      assertError(a, 503, "unavailable");
+      assert.ok(a.headers.get("retry-after"));
+      assert.equal((await call(s.url, "/readyz", { method: "GET", token: null })).status, 503);
+      await server.restart();
+      // The client reconnects and the generator retries after its backoff: within a few calls.
+      let status = 0;
+      for (let i = 0; i < 200 && status !== 200; i++) {
+        status = (await call(s.url, "/v1/ids/down")).status;
+      }
+      assert.equal(status, 200);
+    },
+  );
   await t.step("the store refuses (not an integer): 500 internal, logged, no stack", async () => {
     await command(server.url, "HSET", "kvid", "broken", "not-a-number");
     const a = await call(s.url, "/v1/ids/broken");
@@ -532,6 +549,7 @@ Deno.test("deno serve: Deno KV by default; SIGTERM exits 0", async () => {
     });
     const a = await call(p.url, "/v1/ids/order?count=2");
     assert.equal(a.body, "1\n2\n");
+    assert.equal((await call(p.url, "/readyz", { method: "GET", token: null })).status, 200);
     p.child.kill("SIGTERM");
     assert.equal((await p.status).code, 0, p.stderr.join("\n"));
     assert.ok(p.stderr.some((l) => /store Deno KV/.test(l)));
