@@ -18,6 +18,8 @@
  */
 
 import autocannon from "autocannon";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { createHandler } from "../src/server.ts";
 import { startServeProcess } from "../tests/service.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
@@ -178,4 +180,26 @@ Deno.bench({
       await incr.stop();
     }
   },
+});
+
+// The handler's own cost, without HTTP or the network: what the ID part adds per request.
+const HANDLER = "handler only, in process (no HTTP, no network)";
+const kv = new DenoKvStore(":memory:");
+const handler = createHandler({ store: kv, tokens: `${TOKEN}:*`, log: () => {} });
+const idRequest = (count: number) =>
+  new Request(`http://127.0.0.1/v1/ids/handler-bench?count=${count}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+const hello = (_req: Request) => new Response("hello\n");
+await (await handler.fetch(idRequest(10_000))).text(); // warm: the step grows past a few IDs
+
+Deno.bench("hello-world handler (baseline)", { group: HANDLER, baseline: true }, async () => {
+  await hello(idRequest(1)).text();
+});
+Deno.bench("ID service handler, count=1", { group: HANDLER }, async () => {
+  await (await handler.fetch(idRequest(1))).text();
+});
+Deno.bench("ID service handler, count=100", { group: HANDLER }, async () => {
+  await (await handler.fetch(idRequest(100))).text();
 });

@@ -128,6 +128,8 @@ const MAX_URL_LENGTH = 16_384;
 const MAX_BODY_BYTES = 65_536;
 const MAX_FORM_BYTES = 4_096;
 const READY_TIMEOUT_MS = 1_000;
+const TEXT_TYPE = "text/plain; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
 const RETRY: ReadonlySet<string> = new Set(["timeout", "connection", "conflict", "closed"]);
 
@@ -251,7 +253,7 @@ export function createHandler(options: ServiceOptions): IdService {
   const secure = (req: Request) =>
     new URL(req.url).protocol === "https:" || req.headers.get("x-forwarded-proto") === "https";
 
-  async function ids(req: Request, url: URL, kind: Kind, rest: string): Promise<Response> {
+  async function ids(req: Request, query: string, kind: Kind, rest: string): Promise<Response> {
     if (req.method !== "GET" && req.method !== "POST") {
       return errorResponse(405, "method_not_allowed", `use ${ID_METHODS}`, { allow: ID_METHODS });
     }
@@ -268,10 +270,14 @@ export function createHandler(options: ServiceOptions): IdService {
         "the name is not valid percent-encoded UTF-8 in one path segment",
       );
     }
+    if (name === "." || name === "..") {
+      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
+      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
+    }
     if (!inScope(scope, name)) {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
-    const counts = url.searchParams.getAll("count");
+    const counts = query === "" ? [] : new URLSearchParams(query).getAll("count");
     let count = 1;
     if (counts.length > 0) {
       count = counts.length === 1 && /^[0-9]{1,6}$/.test(counts[0]) ? Number(counts[0]) : 0;
@@ -315,12 +321,11 @@ export function createHandler(options: ServiceOptions): IdService {
     } else {
       for (const id of list) body += `${id}\n`;
     }
-    return new Response(body, {
-      headers: {
-        "content-type": json ? "application/json; charset=utf-8" : "text/plain; charset=utf-8",
-        "cache-control": "no-store",
-      },
-    });
+    // Headers set one by one: several times faster than a headers init in Deno 2.
+    const res = new Response(body);
+    res.headers.set("content-type", json ? JSON_TYPE : TEXT_TYPE);
+    res.headers.set("cache-control", "no-store");
+    return res;
   }
 
   function failure(err: unknown, entry: Entry): Response {
@@ -411,13 +416,20 @@ export function createHandler(options: ServiceOptions): IdService {
     if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {
       return errorResponse(429, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
     }
-    const url = new URL(req.url);
-    const path = url.pathname;
+    // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
+    // ID does, and would resolve dot segments of a name.
+    const raw = req.url;
+    const start = raw.indexOf("/", raw.indexOf("//") + 2);
+    let end = raw.indexOf("#", start);
+    if (end < 0) end = raw.length;
+    const q = raw.indexOf("?", start);
+    const path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
     if (path.startsWith("/v1/ids/") && path.length > 8) {
-      return await ids(req, url, "ids", path.slice(8));
+      return await ids(req, query, "ids", path.slice(8));
     }
     if (path.startsWith("/v1/daily/") && path.length > 10) {
-      return await ids(req, url, "daily", path.slice(10));
+      return await ids(req, query, "daily", path.slice(10));
     }
     if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
       if (req.method !== "GET" && req.method !== "HEAD") {

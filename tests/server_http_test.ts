@@ -64,6 +64,20 @@ function dayIn(timeZone: string, ms: number): string {
   return p.replace(/-/g, "");
 }
 
+/** Send one request as raw bytes (as no URL parser would) and read the whole reply. */
+async function rawRequest(base: string, requestLine: string): Promise<string> {
+  using conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(base).port) });
+  const head =
+    `${requestLine}\r\nHost: x\r\nAuthorization: Bearer ${ALL}\r\nConnection: close\r\n\r\n`;
+  await conn.write(new TextEncoder().encode(head));
+  let reply = "";
+  const buf = new Uint8Array(4096);
+  for (let n = await conn.read(buf); n !== null; n = await conn.read(buf)) {
+    reply += new TextDecoder().decode(buf.subarray(0, n));
+  }
+  return reply;
+}
+
 /** The contract steps every store must pass. */
 async function contract(
   t: Deno.TestContext,
@@ -184,6 +198,11 @@ Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
         ]
       ) {
         assertError(await call(s.url, path), 400, "bad_name");
+      }
+      // "." and "..": URL parsers resolve them away (%2E too), so only a raw request carries them.
+      for (const name of [".", "..", "%2E", "%2e%2E"]) {
+        const reply = await rawRequest(s.url, `POST /v1/ids/${name} HTTP/1.1`);
+        assert.match(reply, /^HTTP\/1\.1 400 .*"bad_name"/s);
       }
       // Within KvId's 4,096 bytes but over Deno KV's 2 KiB keys: refused by the store, still 400.
       assertError(await call(s.url, `/v1/ids/${"n".repeat(3000)}`), 400, "bad_name");
@@ -355,6 +374,11 @@ Deno.test("service: tokens (401, 403), never echoed or logged; no start without 
     assert.throws(() => createHandler({ store, log: () => {} }), /KVID_TOKENS.*refusing to start/);
     assert.throws(() => createHandler({ store, tokens: "short:*", log: () => {} }), TypeError);
     assert.throws(() => createHandler({ store, tokens: `${ALL}`, log: () => {} }), TypeError);
+    for (
+      const tokens of [`${ALL}:*,${ALL}:order`, `tökentökentökentöken:*`, `a b-0123456789abcdef:*`]
+    ) {
+      assert.throws(() => createHandler({ store, tokens, log: () => {} }), TypeError, tokens);
+    }
     const logged: string[] = [];
     createHandler({ store, auth: "none", log: (l) => logged.push(l) });
     assert.match(logged.join("\n"), /WARNING: authentication is OFF/);
