@@ -104,7 +104,8 @@ const server = await benchServer();
 let ran = false;
 
 Deno.bench({
-  name: `hello-world, ID service count=1 and count=100, INCR per request: ${ROUNDS} rounds`,
+  name:
+    `hello-world, ID service count=1 and count=100, INCR per request: ${ROUNDS} rounds (figures printed; the time is not a result)`,
   group: GROUP,
   n: 1,
   warmup: 0,
