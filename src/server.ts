@@ -76,8 +76,8 @@ export interface ServiceOptions {
   /** How the store is named on the status page and in the log. Default `"redis"` or `"store"`. */
   storeLabel?: string;
   /**
-   * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token at
-   * least 16 characters. Required unless `auth` is `"none"`.
+   * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token
+   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`.
    */
   tokens?: string;
   /** `"none"`: no token needed by anyone (logged loudly). Default `"token"`. */
