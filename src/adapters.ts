@@ -114,7 +114,7 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
  *
  * @example
  * ```ts ignore
- * import Redis from "npm:ioredis@5";
+ * import { Redis } from "npm:ioredis@5";
  * import { fromIoredis, KvId } from "jsr:@kvid/core";
  *
  * const client = new Redis("redis://127.0.0.1:6379");

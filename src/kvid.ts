@@ -155,7 +155,7 @@ export interface KvIdStats {
  *
  * const ORDER_ID = new KvId("order");
  * ORDER_ID.addEventListener("rollback", (e) => {
- *   const { floor, last } = (e as CustomEvent<RollbackDetail>).detail;
+ *   const { floor, last }: RollbackDetail = e.detail;
  *   console.warn(`counter "order" was below ID ${floor}: raised, reserved up to ${last}`);
  * });
  * ```
@@ -211,6 +211,21 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   close(): Promise<void>;
   /** Same as {@linkcode KvId.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+  /**
+   * Listen for `"rollback"`, with `event.detail` typed ({@linkcode RollbackDetail}); other event
+   * types as on any `EventTarget`.
+   */
+  addEventListener(
+    type: "rollback",
+    listener: ((event: CustomEvent<RollbackDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for an event, as on any `EventTarget`. */
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
 }
 
 /**
@@ -321,6 +336,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #rollbacks = 0;
   #lastFetchMs: number | undefined;
   #lastError: KvIdError | undefined;
+
+  // The listener types of the KvId interface: the "rollback" listener gets a CustomEvent.
+  override addEventListener(
+    type: string,
+    listener:
+      | EventListenerOrEventListenerObject
+      | ((event: CustomEvent<RollbackDetail>) => void)
+      | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void {
+    super.addEventListener(type, listener as EventListenerOrEventListenerObject | null, options);
+  }
 
   constructor(name: string, options: KvIdOptions = {}) {
     super();
