@@ -347,7 +347,7 @@ export class RedisStore implements Store {
  * `WAIT replicas ms` right after a reservation on the same connection: resolves once at least
  * `replicas` replicas acknowledged it, else throws (the range is then spent, never handed out).
  */
-async function waitForReplicas(
+export async function waitForReplicas(
   client: RedisClient,
   key: string,
   field: string,

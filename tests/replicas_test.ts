@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KvId, KvIdError, type RedisClient } from "../mod.ts";
+import { DailyId, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { startProxy } from "./proxy.ts";
 import { info, onPath, startRedis, until } from "./replicated.ts";
@@ -66,6 +66,41 @@ Deno.test({ name: "replicas: on a primary with a replica", ignore }, async (t) =
         assert.equal(id.stats().failures, 0);
       });
     }
+
+    await t.step("independent servers: each server's blocks wait for its replicas", async () => {
+      const lone = await startRedis(dir);
+      try {
+        await using a = await openClient("ioredis", primary.url);
+        await using b = await openClient("ioredis", lone.url);
+        // Server 0 has a replica, server 1 none: only server 0's blocks (0, 2, 4, ...) confirm.
+        await using id = new KvId("interleaved", {
+          redis: [a.redis, b.redis],
+          block: 10,
+          replicas: 1,
+          minStep: 10,
+          maxStep: 10,
+          timeout: 2_000,
+        });
+        const ids = await id.nextBatch(50);
+        assert.ok(ids.every((n) => Math.floor((n - 1) / 10) % 2 === 0), `${ids}`);
+        // Server 1 was asked and did not confirm: its blocks were spent, not handed out.
+        assert.ok(Number(await command(lone.url, "HGET", "kvid", "interleaved")) > 0);
+      } finally {
+        await lone.kill();
+      }
+    });
+
+    await t.step("DailyId passes replicas on", async () => {
+      await using client = await openClient("node-redis", primary.url);
+      await using daily = new DailyId("invoice", {
+        redis: client.redis,
+        replicas: 2,
+        timeout: 2_000,
+      });
+      const err = await daily.next().then(() => undefined, (e) => e);
+      assert.ok(err instanceof KvIdError && err.code === "timeout", String(err));
+      assert.match(String((err.cause as Error)?.message), /reached 1 of 2 replicas/);
+    });
 
     await t.step("more replicas than there are: timeout naming the count seen", async () => {
       await using client = await openClient("ioredis", primary.url);
