@@ -382,6 +382,16 @@ export async function waitForReplicas(
         { ...where, cause },
       );
     }
+    if (/replica instances|UNBLOCKED/i.test(errorMessage(cause))) {
+      // Demoted while (or just before) waiting: a failover, transient; the range is spent.
+      throw new KvIdError(
+        "connection",
+        `the server became a replica before confirming the reservation; its IDs are spent: ${
+          errorMessage(cause)
+        }`,
+        { ...where, cause },
+      );
+    }
     throw toKvIdError(cause, key, field);
   }
   const seen = parseInteger(reply);

@@ -169,3 +169,28 @@ Deno.test("replicas: a client that cannot send WAIT is a config error", async ()
   assert.ok(err instanceof KvIdError && err.code === "config", String(err));
   assert.match(err.message, /waitReplicas\(\) or sendCommand\(\)/);
 });
+
+Deno.test("replicas: a primary demoted while waiting is a transient failure", async () => {
+  class ReplyError extends Error {}
+  let counter = 0;
+  const redis: RedisClient = {
+    hincrby: (_k, _f, n) => Promise.resolve(counter += n),
+    eval: () => Promise.reject(new Error("no scripting")),
+    evalsha: () => Promise.reject(new Error("no scripting")),
+    // What Redis answers a blocked WAIT when a failover turns its primary into a replica.
+    sendCommand: () =>
+      Promise.reject(
+        new ReplyError(
+          "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+        ),
+      ),
+  };
+  await using id = new KvId("x", { redis, replicas: 1, guard: false, timeout: 300 });
+  const err = await id.next().then(() => undefined, (e) => e);
+  // Retried until the deadline (not failed fast as a refusal), every range spent.
+  assert.ok(err instanceof KvIdError && err.code === "timeout", String(err));
+  const cause = err.cause as KvIdError;
+  assert.ok(cause instanceof KvIdError && cause.code === "connection", String(cause));
+  assert.match(cause.message, /became a replica/);
+  assert.ok(id.stats().failures >= 1 && counter >= 1);
+});
