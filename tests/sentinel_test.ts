@@ -51,7 +51,8 @@ Deno.test({
         await startRedis(dir, [
           ["sentinel", `monitor ${NAME} ${via} 2`],
           ["sentinel", `down-after-milliseconds ${NAME} 1000`],
-          ["sentinel", `failover-timeout ${NAME} 10000`],
+          // A failed leader election is retried after twice this.
+          ["sentinel", `failover-timeout ${NAME} 5000`],
         ], { sentinel: true }),
       );
     }
@@ -167,7 +168,7 @@ Deno.test({
       for (const s of sentinels) if (await masterPort(s.url, NAME) !== replica.port) return false;
       const r = await info(replica.url, "replication");
       return r.get("role") === "master";
-    });
+    }, 60_000);
     const promotedMs = performance.now() - killedAt;
     await until("the spare replicates the new primary", async () => {
       const r = await info(replica.url, "replication");
