@@ -109,6 +109,13 @@ export interface DailyIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /**
+   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
+   * see KvId).
+   *
+   * @default {0}
+   */
+  replicas?: number;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
 }
@@ -568,6 +575,7 @@ const PASSED_TO_KVID = [
   "timeout",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ] as const;

@@ -89,6 +89,16 @@ export interface KvIdOptions {
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
   /**
+   * Hand out a reservation's IDs only once this many replicas acknowledged it: `WAIT replicas`
+   * on the same connection right after the increment, so a failover to a replica cannot
+   * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
+   * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
+   * client of its own (see the README, "Replicated Redis").
+   *
+   * @default {0}
+   */
+  replicas?: number;
+  /**
    * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
    * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
    */
@@ -281,12 +291,14 @@ const OPTION_NAMES = new Set([
   "bigint",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ]);
 const MAX_NAME_BYTES = 4096;
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
+const MAX_REPLICAS = 1_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
@@ -312,6 +324,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #timeout: number;
   readonly #guard: boolean;
   readonly #margin: bigint;
+  readonly #replicas: number;
   readonly #clock: () => number;
   #store: Store | undefined;
 
@@ -378,6 +391,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
     checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
+    const replicas = options.replicas ?? 0;
+    checkInteger("replicas", replicas, 0, MAX_REPLICAS);
     for (const flag of ["bigint", "guard"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
@@ -430,6 +445,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
     this.#margin = BigInt(margin);
+    this.#replicas = replicas;
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
   }
@@ -671,6 +687,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         raiseTo: floor + this.#margin,
         guard: this.#guard,
         exact: this.#bigint,
+        replicas: this.#replicas,
+        // WAIT returns (with the count it saw) a little before the reservation's deadline.
+        waitMs: this.#timeout * 0.9,
       });
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(this.#timeoutError("the reservation took")), this.#timeout);
