@@ -262,16 +262,25 @@ export class RedisStore implements Store {
       }
       const value = parseInteger(await client.hincrby(key, field, count));
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
-      if (value.exact || !options.exact || !this.#scripting) {
-        return { ranges: [range(value.value, count)], raised: false };
+      if (value.exact) return { ranges: [range(value.value, count)], raised: false };
+      // A numeric reply at or above 2^53 may be rounded: the range it stands for is unknown, so
+      // it is spent and never handed out. Number mode cannot go there anyway.
+      if (!options.exact) {
+        throw new KvIdError(
+          "unsafe",
+          `the counter passed Number.MAX_SAFE_INTEGER (the client replied ${value.value}, a rounded number); use { bigint: true } with a client that reads integers exactly`,
+          { key, field },
+        );
       }
-      // Above 2^53 a numeric reply is rounded: that range is spent, read the next one exactly.
+      // bigint mode: read the next range exactly through the script (its reply is a string).
       this.#rounding = true;
-      const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
-      if (reply !== undefined) return reply;
+      if (this.#scripting) {
+        const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+        if (reply !== undefined) return reply;
+      }
       throw new KvIdError(
-        "unsafe",
-        "the counter is above 2^53, the client replies with rounded numbers and the server has no scripting to read it exactly",
+        "config",
+        `the counter is above 2^53, the client replied with a rounded number (${value.value}) and the server has no scripting to read it exactly: make the client reply integers as strings (ioredis: new Redis({ stringNumbers: true }); node-redis through fromNodeRedis does) or allow EVAL/EVALSHA`,
         { key, field },
       );
     } catch (cause) {

@@ -28,6 +28,8 @@ export async function openClient(
      * retries), so the generator's own retries and backoff are what is seen.
      */
     failFast?: boolean;
+    /** ioredis: integer replies as strings (exact above 2^53) instead of rounded numbers. */
+    stringNumbers?: boolean;
   } = {},
 ): Promise<OpenClient> {
   const failFast = options.failFast ?? false;
@@ -54,6 +56,7 @@ export async function openClient(
     maxRetriesPerRequest: failFast ? 0 : null,
     // ioredis' ready check (INFO) fails on a server that wants a password we lack.
     enableReadyCheck: options.readyCheck ?? true,
+    stringNumbers: options.stringNumbers ?? false,
   });
   client.on("error", () => {});
   await client.connect();

@@ -32,6 +32,11 @@ export interface ServerOptions {
    * removed by default). The directory path is available as `dataDir`.
    */
   keepData?: boolean;
+  /**
+   * Commands the server does not offer (renamed away, as some managed Redis do with `EVAL` and
+   * `EVALSHA`): calling one gets `unknown command`.
+   */
+  disable?: string[];
 }
 
 /** Options for {@linkcode TestServer.stop}. */
@@ -270,6 +275,7 @@ class LocalServer implements TestServer {
       ];
       if (persistence === "aof") args.push("--appendfsync", "always");
       if (password !== undefined) args.push("--requirepass", password);
+      for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
       return { bin: "redis-server", args };
     }
     const lines = [
@@ -282,6 +288,7 @@ class LocalServer implements TestServer {
     ];
     if (persistence === "aof") lines.push("rocksdb.write_options.sync yes");
     if (password !== undefined) lines.push(`requirepass ${password}`);
+    for (const name of this.#options.disable ?? []) lines.push(`rename-command ${name} ""`);
     const conf = `${this.dataDir}/kvrocks.conf`;
     await Deno.writeTextFile(conf, lines.join("\n") + "\n");
     return { bin: "kvrocks", args: ["-c", conf] };
