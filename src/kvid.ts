@@ -275,6 +275,7 @@ const MAX_BATCH = 10_000_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
+const MAX_ID = (1n << 63n) - 1n;
 
 interface Waiter<T> {
   need: number;
@@ -641,7 +642,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       const store = this.#store ??= this.#makeStore();
       const attempt = store.reserve(this.key, this.name, count, {
         floor,
-        raiseTo: floor + this.#margin,
+        // Capped at 2^63-1 so a counter is never written past it: the increment then overflows.
+        raiseTo: floor + this.#margin > MAX_ID ? MAX_ID : floor + this.#margin,
         guard: this.#guard,
         exact: this.#bigint,
       });

@@ -205,6 +205,8 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
 );
 
+const MAX_ID = (1n << 63n) - 1n;
+
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
 
 /** Resolve a {@linkcode RedisSource}, calling a factory once and sharing its client. */
@@ -296,7 +298,10 @@ export class RedisStore implements Store {
     count: number,
     options: ReserveOptions,
   ): Promise<Reservation | undefined> {
-    const args = [field, String(count), String(options.floor), String(options.raiseTo)];
+    // A counter is never written past 2^63-1 (no client could increment it again): capped, the
+    // increment overflows and the counter stays a valid integer.
+    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
+    const args = [field, String(count), String(options.floor), String(raiseTo)];
     let reply: unknown;
     try {
       reply = await RESERVE_SCRIPT.run(client, [key], args);
