@@ -18,7 +18,7 @@
 
 import { parseArgs } from "node:util";
 import { fromNodeRedis } from "./src/adapters.ts";
-import { deleteDaysBefore, keepFrom, ZonedDays } from "./src/daily.ts";
+import { cleanupFrom, deleteDaysBefore, ZonedDays } from "./src/daily.ts";
 import { KvIdError } from "./src/errors.ts";
 import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./src/redis_store.ts";
 
@@ -124,7 +124,8 @@ ${COMMON_HELP}`,
 
 Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N days old,
 N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
-fields are left alone. Today comes from this machine's clock in the time zone.
+fields are left alone. Today is the earlier of this machine's and the server's (TIME), in
+the time zone: a clock running ahead never deletes a day generators still use.
 
   --keep-days <N>     Days to keep besides today, at least 1 (required)
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
@@ -384,7 +385,10 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       return;
     }
     case "cleanup": {
-      const before = keepFrom(p.zone!.dayAt(Date.now()), p.keepDays).text;
+      // Dated by the earlier of this machine's clock and the server's: a clock running ahead
+      // never deletes a day other processes still use.
+      const today = p.zone!.dayAt(Date.now());
+      const before = (await cleanupFrom(client, p.zone!, today, p.keepDays)).text;
       if (p.dryRun) {
         const fields = Object.keys(await client.hGetAll(key))
           .filter((f) => /^\d{8}$/.test(f) && f < before).sort();

@@ -84,7 +84,9 @@ export interface DailyIdOptions {
   format?: DailyIdFormat;
   /**
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
-   * in the background whenever this generator starts a day; at least 1. Default: never.
+   * in the background whenever this generator starts a day; at least 1. Ages are counted by the
+   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
+   * never deletes a day others still use. Default: never.
    */
   keepDays?: number;
   /**
@@ -271,10 +273,12 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
    */
   parse(id: number | bigint | string): DailySerial;
   /**
-   * Delete the counters of days more than `keepDays` days old (today is 0 days old, by this
-   * generator's clock and zone); `keepDays` is at least 1, so a process whose clock lags
-   * never finds its day gone (which would restart its seq and repeat IDs). Fields that are
-   * not `yyyymmdd` dates are left alone. Resolves to how many fields were deleted.
+   * Delete the counters of days more than `keepDays` days old (today is 0 days old, in this
+   * generator's zone) by both this generator's clock and the Redis server's (`TIME`): a clock
+   * running ahead never deletes a day that processes with right clocks still use. `keepDays` is
+   * at least 1, so a process whose clock lags the server's by less than a day never finds its
+   * day gone (which would restart its seq and repeat IDs). Fields that are not `yyyymmdd` dates
+   * are left alone. Resolves to how many fields were deleted.
    */
   cleanup(options: { keepDays: number }): Promise<number>;
   /** A snapshot of the generator's state. */
@@ -528,6 +532,40 @@ export async function deleteDaysBefore(
   }
 }
 
+const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
+
+/**
+ * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
+ * Sent through `sendCommand` when the client has it, else as a script.
+ */
+export async function serverNow(client: RedisClient): Promise<number> {
+  const reply = client.sendCommand !== undefined
+    ? await client.sendCommand("TIME", [])
+    : await TIME_SCRIPT.run(client, [], []);
+  const [seconds, micros] = Array.isArray(reply) ? reply.map((x) => Number(String(x))) : [];
+  const ms = seconds * 1000 + Math.floor(micros / 1000);
+  if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
+    throw new Error(`unexpected TIME reply ${String(reply)}`);
+  }
+  return ms;
+}
+
+/**
+ * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
+ * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
+ * whose clock runs ahead cannot delete a day that processes with right clocks still use.
+ */
+export async function cleanupFrom(
+  client: RedisClient,
+  zone: ZonedDays,
+  today: Day,
+  keepDays: number,
+): Promise<Day> {
+  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  const serverDay = zone.dayAt(await serverNow(client));
+  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
+}
+
 /**
  * The first day kept by a cleanup with `keepDays` when today is `today`: days before it are
  * more than `keepDays` days old.
@@ -764,8 +802,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (options === null || typeof options !== "object") {
       throw new TypeError("DailyId cleanup() takes { keepDays }");
     }
+    checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     const now = this.#readClock();
-    return await this.#cleanup(keepFrom(this.#zone.dayAt(now), options.keepDays));
+    return (await this.#cleanup(this.#zone.dayAt(now), options.keepDays)).deleted;
   }
 
   stats(): DailyIdStats {
@@ -834,10 +873,10 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#full = false;
     this.#days++;
     if (this.#keepDays !== undefined) {
-      const before = keepFrom(day, this.#keepDays).text;
+      const before = keepFrom(day, this.#keepDays).text; // by this clock; the server's may be earlier
       this.#track(
-        this.#cleanup(before).then(
-          (deleted) => this.#cleaned(before, deleted, undefined),
+        this.#cleanup(day, this.#keepDays).then(
+          (done) => this.#cleaned(done.before, done.deleted, undefined),
           (error) => this.#cleaned(before, undefined, toKvIdError(error, this.key, `<${before}`)),
         ),
       );
@@ -850,8 +889,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     );
   }
 
-  async #cleanup(before: Day | string): Promise<number> {
-    const day = typeof before === "string" ? before : before.text;
+  /** Delete the days more than `keepDays` old by this clock's `today` and the server's. */
+  async #cleanup(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
+    const day = keepFrom(today, keepDays).text;
     const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
     if (source === undefined) {
       throw new KvIdError(
@@ -870,7 +910,13 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         cause,
       });
     }
-    return await deleteDaysBefore(client, this.key, day);
+    let before: string;
+    try {
+      before = (await cleanupFrom(client, this.#zone, today, keepDays)).text;
+    } catch (err) {
+      throw toKvIdError(err, this.key, `<${day}`);
+    }
+    return { before, deleted: await deleteDaysBefore(client, this.key, before) };
   }
 
   /** Today's serials are used up: stop reserving until the day ends. */

@@ -455,3 +455,59 @@ Deno.test("DailyId against a real server", async (t) => {
     await rejectsWith(broken.next(), "config", /clock returned/);
   });
 });
+
+Deno.test("DailyId cleanup: a clock running ahead never deletes a day others still use", async () => {
+  await using server = await startServer();
+  const url = server.url;
+  await using a = await openClient("node-redis", url);
+  await using b = await openClient("ioredis", url);
+  // A fixed offset putting the server's local time near noon: the test never spans a midnight.
+  const hour = new Date(Date.now()).getUTCHours();
+  const offset = ((12 - hour + 36) % 24) - 12; // -12 .. 11 hours
+  const timeZone = `${offset < 0 ? "-" : "+"}${String(Math.abs(offset)).padStart(2, "0")}:00`;
+  const zone = new ZonedDays(timeZone);
+  const today = zone.dayAt(Date.now());
+  const day = (n: number) => addDays(today, n).text;
+  const key = "kvid:daily:skew";
+  await command(url, "HSET", key, day(-3), "9", day(-2), "9", day(-1), "9");
+  const DAY = 86_400_000;
+  const options = { timeZone, minStep: 5, maxStep: 5, prefetchAt: 0 };
+
+  // Right clocks: two processes share today's counter.
+  await using right = new DailyId("skew", { ...options, redis: a.redis });
+  const first = [await right.next(), await right.next()];
+  assert.equal(right.parse(first[0]).day, today.text);
+
+  // A process two days ahead starts "its" day with keepDays 1 and cleans up in the background.
+  const cleaned: DailyCleanupDetail[] = [];
+  const ahead = new DailyId("skew", {
+    ...options,
+    redis: b.redis,
+    keepDays: 1,
+    clock: () => Date.now() + 2 * DAY,
+  });
+  ahead.addEventListener("cleanup", (e) => cleaned.push((e as CustomEvent).detail));
+  assert.equal(ahead.parse(await ahead.next()).day, day(2));
+  await ahead.close(); // waits for the cleanup
+  // Dated by the server's clock: days before yesterday went, today stayed.
+  assert.deepEqual(cleaned, [{ before: day(-1), deleted: 2, error: undefined }]);
+  assert.equal(await hget(url, key, today.text), "5");
+  // Called by hand, too.
+  await using ahead2 = new DailyId("skew", {
+    ...options,
+    redis: b.redis,
+    clock: () => Date.now() + 5 * DAY,
+  });
+  assert.equal(await ahead2.cleanup({ keepDays: 1 }), 0);
+  assert.equal(await hget(url, key, today.text), "5");
+
+  // A process with the right clock that starts now continues today's serials.
+  await using later = new DailyId("skew", { ...options, redis: b.redis });
+  const next = await later.next();
+  assert.ok(!first.includes(next) && next > first[1], `re-issued ${next}`);
+  assert.deepEqual((await command(url, "HKEYS", key) as string[]).sort(), [
+    day(-1),
+    today.text,
+    day(2),
+  ]);
+});
