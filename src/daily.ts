@@ -9,6 +9,7 @@ import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
 import { describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
   checkRedisSource,
@@ -488,10 +489,12 @@ const RECHECK_SLACK_MS = 60_000;
 // Cleanup
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
-// strings); other fields are left alone. Returns how many were deleted.
+// strings); other fields are left alone, and so is a date-named counter of interleaved servers
+// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
 const CLEANUP_SCRIPT = new LuaScript(`local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1] then
+  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
+    and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
     redis.call('HDEL', KEYS[1], f)
     n = n + 1
   end
@@ -499,6 +502,17 @@ end
 return n`);
 
 const DATE_FIELD = /^\d{8}$/;
+
+/**
+ * The fields among `fields` (all of one hash) that a cleanup deletes: `yyyymmdd` dates before
+ * `before`, except a date-named counter of interleaved servers (its layout field is there too).
+ */
+export function oldDays(fields: readonly string[], before: string): string[] {
+  const all = new Set(fields);
+  return fields.filter((f) =>
+    DATE_FIELD.test(f) && f < before && !all.has(LAYOUT_FIELD_PREFIX + f)
+  );
+}
 
 /**
  * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
@@ -515,13 +529,11 @@ export async function deleteDaysBefore(
   try {
     let reply: unknown;
     try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before]);
+      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
     } catch (err) {
       if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
       const fields = await client.sendCommand("HKEYS", [key]);
-      const old = (Array.isArray(fields) ? fields : []).map(String).filter((f) =>
-        DATE_FIELD.test(f) && f < before
-      );
+      const old = oldDays((Array.isArray(fields) ? fields : []).map(String), before);
       reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
     }
     const n = Number(reply);

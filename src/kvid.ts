@@ -83,7 +83,9 @@ export interface KvIdOptions {
    * Send this generator's highest reserved ID as a floor with each reservation, so a counter
    * that went backwards (a server that lost data) is raised instead of handing out old IDs.
    * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
-   * `HINCRBY`. False: always plain `HINCRBY`. Default true.
+   * `HINCRBY`. False: always plain `HINCRBY`. Either way a counter of interleaved servers is
+   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`). Default
+   * true.
    */
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */

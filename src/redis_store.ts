@@ -206,6 +206,12 @@ return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
 );
 
 const MAX_ID = (1n << 63n) - 1n;
+// The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
+const LAYOUT_PREFIX = "\u0000layout:";
+const INTERLEAVED_COUNTER =
+  "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
+// Counters remembered as checked, at most: a bound for processes with very many names.
+const MAX_CHECKED = 10_000;
 
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
 
@@ -232,6 +238,8 @@ export class RedisStore implements Store {
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
   #rounding = false;
+  // Counters (key, field) checked for an interleaved layout before their first plain HINCRBY.
+  readonly #plainChecked = new Set<string>();
 
   /** @param source The client or a factory of it. */
   constructor(source: RedisSource) {
@@ -262,6 +270,7 @@ export class RedisStore implements Store {
         const reply = await this.#script(client, key, field, count, { ...options, floor });
         if (reply !== undefined) return reply;
       }
+      await this.#checkPlain(client, key, field);
       const value = parseInteger(await client.hincrby(key, field, count));
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
       if (value.exact) return { ranges: [range(value.value, count)], raised: false };
@@ -288,6 +297,23 @@ export class RedisStore implements Store {
     } catch (cause) {
       throw toKvIdError(cause, key, field);
     }
+  }
+
+  /**
+   * Before the first plain `HINCRBY` of a counter (no guard, or no scripting), refuse one that
+   * interleaved servers own: its field is their block cycle, and incrementing it as a plain
+   * counter would hand out their IDs. Read with `HEXISTS` through `sendCommand`; a client
+   * without `sendCommand` cannot be checked.
+   */
+  async #checkPlain(client: RedisClient, key: string, field: string): Promise<void> {
+    const counter = `${key}\u0000${field}`;
+    if (this.#plainChecked.has(counter) || client.sendCommand === undefined) return;
+    const reply = await client.sendCommand("HEXISTS", [key, LAYOUT_PREFIX + field]);
+    if (Number(String(reply)) === 1) {
+      throw new KvIdError("config", INTERLEAVED_COUNTER, { key, field });
+    }
+    if (this.#plainChecked.size >= MAX_CHECKED) this.#plainChecked.clear();
+    this.#plainChecked.add(counter);
   }
 
   /** Run the reserve script; undefined when the server has no scripting. */

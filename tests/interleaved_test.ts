@@ -427,3 +427,47 @@ async function producer(args: string[]): Promise<void> {
 if (import.meta.main && Deno.args[0] === "producer") {
   await producer(Deno.args.slice(1));
 }
+
+Deno.test(
+  { name: "every generator mode refuses a counter of interleaved servers", ignore },
+  async (t) => {
+    await using a = await startServer();
+    await using b = await startServer();
+    await using noScripts = await startServer({ disable: ["EVAL", "EVALSHA"] });
+    for (const kind of CLIENTS) {
+      await t.step(kind, async () => {
+        await using ca = await openClient(kind, a.url);
+        await using cb = await openClient(kind, b.url);
+        const name = `owned-${kind}`;
+        {
+          await using id = new KvId(name, {
+            redis: [ca.redis, cb.redis],
+            block: 50,
+            prefetchAt: 0,
+          });
+          for (let i = 0; i < 120; i++) await id.next();
+        }
+        const before = await hget(a, name);
+        for (const guard of [true, false]) {
+          await using single = new KvId(name, { redis: ca.redis, guard, prefetchAt: 0 });
+          await rejectsWith(single.next(), "config", /interleaved servers/);
+        }
+        assert.equal(await hget(a, name), before, "the block cycle was not incremented");
+        // A server without scripting: the plain HINCRBY is refused too.
+        await command(
+          noScripts.url,
+          "HSET",
+          "kvid",
+          name,
+          "3",
+          LAYOUT + name,
+          "v1 servers=2 block=50 index=0",
+        );
+        await using cn = await openClient(kind, noScripts.url);
+        await using plain = new KvId(name, { redis: cn.redis, prefetchAt: 0 });
+        await rejectsWith(plain.next(), "config", /interleaved servers/);
+        assert.equal(await hget(noScripts, name), "3");
+      });
+    }
+  },
+);
