@@ -198,7 +198,9 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
       // The last cycle of server i whose block ends at or below 2^63-1.
       const last = (i: bigint) => (max / block - i - 1n) / 3n;
       for (let i = 0; i < N; i++) {
+        const layout = `v1 servers=${N} block=${block} index=${i}`;
         await command(urls[i], "HSET", "kvid", name, String(last(BigInt(i)) - 1n));
+        await command(urls[i], "HSET", "kvid", LAYOUT + name, layout);
       }
       const expected = new Set<bigint>();
       for (let i = 0n; i < 3n; i++) {
@@ -471,3 +473,25 @@ Deno.test(
     }
   },
 );
+
+Deno.test({ name: "interleaved servers refuse a single-server counter", ignore }, async () => {
+  await using a = await startServer();
+  await using b = await startServer();
+  await using ca = await openClient("node-redis", a.url);
+  await using cb = await openClient("node-redis", b.url);
+  // A single-server generator handed out 1..2500 from server a.
+  {
+    await using single = new KvId("taken", { redis: ca.redis, minStep: 2500, prefetchAt: 0 });
+    assert.equal(await single.next(), 1);
+  }
+  assert.equal(await hget(a, "taken"), "2500");
+  // Server a refuses as soon as it is asked: its value is an ID, not a cycle (server b, which
+  // never saw the counter, cannot tell: keep names of the two kinds apart).
+  await using inter = new KvId("taken", { redis: [ca.redis, cb.redis], block: 1000 });
+  const run = async () => {
+    for (let i = 0; i < 4; i++) await inter.nextBatch(1000);
+  };
+  await rejectsWith(run(), "config", /single-server/);
+  assert.equal(await hget(a, "taken"), "2500");
+  assert.equal(await hget(a, LAYOUT + "taken"), null);
+});
