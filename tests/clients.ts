@@ -60,9 +60,19 @@ export async function openClient(
   });
   client.on("error", () => {});
   await client.connect();
-  const close = () => {
+  const close = async () => {
+    if (client.status === "end") return;
+    // ioredis ends the socket and keeps a timer (disconnectTimeout, 2 s) until it is closed:
+    // wait for "end" so no timer outlives the test, and at most that long for a socket that
+    // a fault left half-open.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ended = new Promise<void>((resolve) => {
+      client.once("end", resolve);
+      timer = setTimeout(resolve, 2_100);
+    });
     client.disconnect(false);
-    return Promise.resolve();
+    await ended;
+    clearTimeout(timer);
   };
   return { redis: fromIoredis(client), close, [Symbol.asyncDispose]: close };
 }
