@@ -289,7 +289,9 @@ Deno.test({
       assert.equal(new Set(all).size, all.length, "no duplicate across clients");
       for (const g of gens) assert.equal(g.stats().failures, 0, "redirects are the client's job");
       const counter = Number(await ioredis.hget("kvid", name));
-      assert.ok(counter >= Math.max(...all), "the counter moved with its hash");
+      // A loop, not Math.max(...all): the IDs of a timed run are too many to spread.
+      const highest = all.reduce((m, x) => x > m ? x : m, 0);
+      assert.ok(counter >= highest, "the counter moved with its hash");
     });
   } finally {
     nodeRedis.destroy();
