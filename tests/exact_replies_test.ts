@@ -6,23 +6,11 @@
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { openClient } from "./clients.ts";
-import { command, startServer, type TestServer } from "./server.ts";
+import { command, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
-/** A server without scripting, as some managed Redis are (EVAL and EVALSHA renamed away). */
-async function noScriptingServer(): Promise<TestServer | undefined> {
-  const server = await startServer({ disable: ["EVAL", "EVALSHA"] });
-  try {
-    await command(server.url, "EVAL", "return 1", "0");
-  } catch {
-    return server;
-  }
-  await server.stop(); // an external server ($KVID_TEST_URL) that has scripting
-  return undefined;
-}
-
 Deno.test("bigint mode without scripting: rounded replies refused, exact clients work", async (t) => {
-  const server = await noScriptingServer();
+  const server = await startNoScriptingServer();
   if (server === undefined) return;
   await using _ = server;
   await using io = await openClient("ioredis", server.url);

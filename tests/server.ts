@@ -385,6 +385,27 @@ class LocalServer implements TestServer {
 }
 
 /**
+ * Start a server without scripting (`EVAL` and `EVALSHA` renamed away, as some managed Redis
+ * do). Undefined when that cannot be had: an external server ($KVID_TEST_URL), or one that
+ * still runs scripts.
+ */
+export async function startNoScriptingServer(): Promise<TestServer | undefined> {
+  let server: TestServer;
+  try {
+    server = await startServer({ disable: ["EVAL", "EVALSHA"] });
+  } catch {
+    return undefined; // a server that does not take the setting
+  }
+  try {
+    await command(server.url, "EVAL", "return 1", "0");
+  } catch {
+    return server;
+  }
+  await server.stop();
+  return undefined;
+}
+
+/**
  * Send one raw command to the server at `url` over a fresh connection and
  * return its reply: simple strings and bulk strings as `string`, integers
  * as `number`, nil as `null`, arrays as `unknown[]` (nested error replies
