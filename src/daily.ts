@@ -554,7 +554,9 @@ export async function serverNow(client: RedisClient): Promise<number> {
   const reply = client.sendCommand !== undefined
     ? await client.sendCommand("TIME", [])
     : await TIME_SCRIPT.run(client, [], []);
-  const [seconds, micros] = Array.isArray(reply) ? reply.map((x) => Number(String(x))) : [];
+  const number = (x: unknown) =>
+    Number(x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x));
+  const [seconds, micros] = Array.isArray(reply) ? reply.map(number) : [];
   const ms = seconds * 1000 + Math.floor(micros / 1000);
   if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
     throw new Error(`unexpected TIME reply ${String(reply)}`);

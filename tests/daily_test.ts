@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, MAX_DIGITS, ZonedDays } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
-import { command, startServer } from "./server.ts";
+import { command, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A wall clock the test sets by hand. */
@@ -17,6 +17,12 @@ function wallClock(iso: string) {
     set: (at: string) => void (now = Date.parse(at)),
     advance: (ms: number) => void (now += ms),
   };
+}
+
+/** A fixed-offset zone where it is now about noon: a test in it never spans a midnight. */
+function noonZone(): string {
+  const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12; // -12 .. 11 hours
+  return `${offset < 0 ? "-" : "+"}${String(Math.abs(offset)).padStart(2, "0")}:00`;
 }
 
 const hget = async (url: string, key: string, field: string) =>
@@ -461,10 +467,7 @@ Deno.test("DailyId cleanup: a clock running ahead never deletes a day others sti
   const url = server.url;
   await using a = await openClient("node-redis", url);
   await using b = await openClient("ioredis", url);
-  // A fixed offset putting the server's local time near noon: the test never spans a midnight.
-  const hour = new Date(Date.now()).getUTCHours();
-  const offset = ((12 - hour + 36) % 24) - 12; // -12 .. 11 hours
-  const timeZone = `${offset < 0 ? "-" : "+"}${String(Math.abs(offset)).padStart(2, "0")}:00`;
+  const timeZone = noonZone();
   const zone = new ZonedDays(timeZone);
   const today = zone.dayAt(Date.now());
   const day = (n: number) => addDays(today, n).text;
@@ -510,4 +513,33 @@ Deno.test("DailyId cleanup: a clock running ahead never deletes a day others sti
     today.text,
     day(2),
   ]);
+});
+
+Deno.test("DailyId cleanup without scripting: dated by the server, interleaved counters kept", async () => {
+  const server = await startNoScriptingServer();
+  if (server === undefined) return;
+  await using _ = server;
+  const url = server.url;
+  await using client = await openClient("ioredis", url);
+  const timeZone = noonZone();
+  const today = new ZonedDays(timeZone).dayAt(Date.now());
+  const day = (n: number) => addDays(today, n).text;
+  const key = "kvid:daily:plain";
+  await command(url, "HSET", key, day(-4), "1", day(-3), "1", day(-2), "1", day(-1), "1");
+  await command(url, "HSET", key, day(0), "1", day(-5), "7", `\u0000layout:${day(-5)}`, "v1");
+  await using ahead = new DailyId("plain", {
+    redis: client.redis,
+    timeZone,
+    clock: () => Date.now() + 3 * 86_400_000,
+  });
+  assert.equal(await ahead.cleanup({ keepDays: 1 }), 3);
+  assert.deepEqual(
+    (await command(url, "HKEYS", key) as string[]).sort(),
+    [
+      `\u0000layout:${day(-5)}`,
+      day(-5),
+      day(-1),
+      day(0),
+    ].sort(),
+  );
 });
