@@ -112,6 +112,13 @@ export interface DailyIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /**
+   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
+   * see KvId).
+   *
+   * @default {0}
+   */
+  replicas?: number;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
 }
@@ -168,7 +175,7 @@ export interface DailyIdStats {
  *
  * const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" });
  * ORDER_NO.addEventListener("rollback", (e) => {
- *   const { day, floor, last } = (e as CustomEvent<DailyRollbackDetail>).detail;
+ *   const { day, floor, last }: DailyRollbackDetail = e.detail;
  *   console.warn(`order counter of ${day} was below seq ${floor}: raised, reserved up to ${last}`);
  * });
  * ```
@@ -187,7 +194,7 @@ export interface DailyRollbackDetail extends RollbackDetail {
  *
  * const ORDER_NO = new DailyId("order", { keepDays: 30 });
  * ORDER_NO.addEventListener("cleanup", (e) => {
- *   const { before, deleted, error } = (e as CustomEvent<DailyCleanupDetail>).detail;
+ *   const { before, deleted, error }: DailyCleanupDetail = e.detail;
  *   if (error) console.error(`could not delete the counters of days before ${before}`, error);
  *   else console.info(`deleted ${deleted} counters of days before ${before}`);
  * });
@@ -291,6 +298,24 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   close(): Promise<void>;
   /** Same as {@linkcode DailyId.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+  /** Listen for `"rollback"`, with `event.detail` typed ({@linkcode DailyRollbackDetail}). */
+  addEventListener(
+    type: "rollback",
+    listener: ((event: CustomEvent<DailyRollbackDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for `"cleanup"`, with `event.detail` typed ({@linkcode DailyCleanupDetail}). */
+  addEventListener(
+    type: "cleanup",
+    listener: ((event: CustomEvent<DailyCleanupDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for an event, as on any `EventTarget`. */
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
 }
 
 /**
@@ -602,6 +627,7 @@ const PASSED_TO_KVID = [
   "timeout",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ] as const;
@@ -645,6 +671,19 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   #closed = false;
   #days = 0;
   readonly #pending = new Set<Promise<unknown>>();
+
+  // The listener types of the DailyId interface: "rollback" and "cleanup" get CustomEvents.
+  override addEventListener(
+    type: string,
+    listener:
+      | EventListenerOrEventListenerObject
+      | ((event: CustomEvent<DailyRollbackDetail>) => void)
+      | ((event: CustomEvent<DailyCleanupDetail>) => void)
+      | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void {
+    super.addEventListener(type, listener as EventListenerOrEventListenerObject | null, options);
+  }
 
   constructor(name: string, options: DailyIdOptions = {}) {
     super();

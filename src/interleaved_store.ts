@@ -15,6 +15,7 @@ import {
   resolveRedis,
   type Store,
   toKvIdError,
+  waitForReplicas,
 } from "./redis_store.ts";
 import type { IdRange } from "./segment_buffer.ts";
 
@@ -256,7 +257,7 @@ export class InterleavedStore implements Store {
     limitMs: number,
   ): Promise<Reservation> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const attempt = this.#run(i, key, field, blocks, options);
+    const attempt = this.#run(i, key, field, blocks, options, limitMs);
     // A late reply is dropped: its blocks are spent, never handed out.
     attempt.catch(() => {});
     try {
@@ -285,7 +286,9 @@ export class InterleavedStore implements Store {
     field: string,
     blocks: number,
     options: ReserveOptions,
+    limitMs: number,
   ): Promise<Reservation> {
+    const started = performance.now();
     const n = BigInt(this.#sources.length);
     const b = this.#block;
     const index = BigInt(i);
@@ -351,6 +354,13 @@ export class InterleavedStore implements Store {
         ...where,
         cause: new Error(String(reply)),
       });
+    }
+    const replicas = options.replicas ?? 0;
+    if (replicas > 0) {
+      // Each server's blocks wait for that server's replicas; unconfirmed, they are spent.
+      const budget = Math.min(options.waitMs ?? limitMs, limitMs * 0.9) -
+        (performance.now() - started);
+      await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
     }
     const first = BigInt(a);
     const found = BigInt(c);

@@ -91,6 +91,16 @@ export interface KvIdOptions {
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
   /**
+   * Hand out a reservation's IDs only once this many replicas acknowledged it: `WAIT replicas`
+   * on the same connection right after the increment, so a failover to a replica cannot
+   * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
+   * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
+   * client of its own (see the README, "Replicated Redis").
+   *
+   * @default {0}
+   */
+  replicas?: number;
+  /**
    * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
    * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
    */
@@ -157,7 +167,7 @@ export interface KvIdStats {
  *
  * const ORDER_ID = new KvId("order");
  * ORDER_ID.addEventListener("rollback", (e) => {
- *   const { floor, last } = (e as CustomEvent<RollbackDetail>).detail;
+ *   const { floor, last }: RollbackDetail = e.detail;
  *   console.warn(`counter "order" was below ID ${floor}: raised, reserved up to ${last}`);
  * });
  * ```
@@ -213,6 +223,21 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   close(): Promise<void>;
   /** Same as {@linkcode KvId.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+  /**
+   * Listen for `"rollback"`, with `event.detail` typed ({@linkcode RollbackDetail}); other event
+   * types as on any `EventTarget`.
+   */
+  addEventListener(
+    type: "rollback",
+    listener: ((event: CustomEvent<RollbackDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for an event, as on any `EventTarget`. */
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
 }
 
 /**
@@ -268,12 +293,14 @@ const OPTION_NAMES = new Set([
   "bigint",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ]);
 const MAX_NAME_BYTES = 4096;
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
+const MAX_REPLICAS = 1_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
@@ -300,6 +327,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #timeout: number;
   readonly #guard: boolean;
   readonly #margin: bigint;
+  readonly #replicas: number;
   readonly #clock: () => number;
   #store: Store | undefined;
 
@@ -324,6 +352,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #rollbacks = 0;
   #lastFetchMs: number | undefined;
   #lastError: KvIdError | undefined;
+
+  // The listener types of the KvId interface: the "rollback" listener gets a CustomEvent.
+  override addEventListener(
+    type: string,
+    listener:
+      | EventListenerOrEventListenerObject
+      | ((event: CustomEvent<RollbackDetail>) => void)
+      | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void {
+    super.addEventListener(type, listener as EventListenerOrEventListenerObject | null, options);
+  }
 
   constructor(name: string, options: KvIdOptions = {}) {
     super();
@@ -354,6 +394,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
     checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
+    const replicas = options.replicas ?? 0;
+    checkInteger("replicas", replicas, 0, MAX_REPLICAS);
     for (const flag of ["bigint", "guard"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
@@ -406,6 +448,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
     this.#margin = BigInt(margin);
+    this.#replicas = replicas;
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
   }
@@ -648,6 +691,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         raiseTo: floor + this.#margin > MAX_ID ? MAX_ID : floor + this.#margin,
         guard: this.#guard,
         exact: this.#bigint,
+        replicas: this.#replicas,
+        // WAIT returns (with the count it saw) a little before the reservation's deadline.
+        waitMs: this.#timeout * 0.9,
       });
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(this.#timeoutError("the reservation took")), this.#timeout);

@@ -34,8 +34,18 @@ export interface RedisClient {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** `EVALSHA sha1 numkeys ...keys ...args`; rejects with a `NOSCRIPT` error if not loaded. */
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
-  /** Any command; optional, used by tools rather than by the generator. */
+  /**
+   * Any command; optional. Used by tools, and by the generator for `WAIT` when `replicas` is
+   * set and the client has no {@linkcode RedisClient.waitReplicas}.
+   */
   sendCommand?(command: string, args?: string[]): Promise<unknown>;
+  /**
+   * `WAIT replicas timeoutMs` on the connection that just served a command on `key`, resolving
+   * to the number of replicas that acknowledged it; optional. The adapters define it so a
+   * cluster client routes it to the node owning `key`. Without it `sendCommand("WAIT", ...)`
+   * is used, which is right for a client with one connection.
+   */
+  waitReplicas?(key: string, replicas: number, timeoutMs: number): Promise<unknown>;
 }
 
 /**
@@ -109,6 +119,13 @@ export interface ReserveOptions {
   guard: boolean;
   /** The caller needs the value exactly even above 2^53 (bigint mode). */
   exact: boolean;
+  /**
+   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
+   * Default 0: no wait.
+   */
+  replicas?: number;
+  /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
+  waitMs?: number;
 }
 
 /**
@@ -264,6 +281,23 @@ export class RedisStore implements Store {
     } catch (cause) {
       throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
     }
+    const started = performance.now();
+    const reservation = await this.#reserve(client, key, field, count, options);
+    const replicas = options.replicas ?? 0;
+    if (replicas > 0) {
+      const budget = (options.waitMs ?? 5_000) - (performance.now() - started);
+      await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
+    }
+    return reservation;
+  }
+
+  async #reserve(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
     try {
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
@@ -346,6 +380,70 @@ export class RedisStore implements Store {
       throw new Error(`unexpected script reply ${String(reply[0])}`);
     }
     return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1 };
+  }
+}
+
+/**
+ * `WAIT replicas ms` right after a reservation on the same connection: resolves once at least
+ * `replicas` replicas acknowledged it, else throws (the range is then spent, never handed out).
+ */
+export async function waitForReplicas(
+  client: RedisClient,
+  key: string,
+  field: string,
+  replicas: number,
+  ms: number,
+): Promise<void> {
+  const where = { key, field };
+  let reply: unknown;
+  try {
+    if (typeof client.waitReplicas === "function") {
+      reply = await client.waitReplicas(key, replicas, ms);
+    } else if (typeof client.sendCommand === "function") {
+      reply = await client.sendCommand("WAIT", [String(replicas), String(ms)]);
+    } else {
+      throw new KvIdError(
+        "config",
+        "the replicas option needs a client with waitReplicas() or sendCommand() to send WAIT",
+        where,
+      );
+    }
+  } catch (cause) {
+    if (cause instanceof KvIdError) throw cause;
+    if (
+      isReplyError(cause) &&
+      /unknown command|not supported|unknown subcommand/i.test(errorMessage(cause))
+    ) {
+      throw new KvIdError(
+        "config",
+        `the server has no WAIT command, which the replicas option needs (Redis >= 3, Kvrocks >= 2.13): ${
+          errorMessage(cause)
+        }`,
+        { ...where, cause },
+      );
+    }
+    if (/replica instances|UNBLOCKED/i.test(errorMessage(cause))) {
+      // Demoted while (or just before) waiting: a failover, transient; the range is spent.
+      throw new KvIdError(
+        "connection",
+        `the server became a replica before confirming the reservation; its IDs are spent: ${
+          errorMessage(cause)
+        }`,
+        { ...where, cause },
+      );
+    }
+    throw toKvIdError(cause, key, field);
+  }
+  const seen = parseInteger(reply);
+  if (seen === undefined) {
+    throw new KvIdError("reply", `WAIT did not reply with an integer: ${String(reply)}`, where);
+  }
+  if (seen.value < BigInt(replicas)) {
+    throw new KvIdError(
+      "timeout",
+      `the reservation reached ${seen.value} of ${replicas} replicas within ${ms} ms; its IDs are spent`,
+      where,
+    );
   }
 }
 

@@ -89,9 +89,16 @@ export class Spy implements RedisClient {
   /** When set, each reservation waits for this promise before going out. */
   gate: Promise<void> | undefined;
   readonly #inner: RedisClient;
+  readonly #waiters: { calls: number; resolve: () => void }[] = [];
 
   constructor(inner: RedisClient) {
     this.#inner = inner;
+  }
+
+  /** Resolves once `calls` reservations were sent (one held at the gate counts): no sleeping. */
+  sent(calls: number): Promise<void> {
+    if (this.calls >= calls) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ calls, resolve }));
   }
 
   hincrby(key: string, field: string, n: number): Promise<unknown> {
@@ -109,6 +116,10 @@ export class Spy implements RedisClient {
     if (count) {
       this.calls++;
       this.counts.push(n);
+      for (const w of this.#waiters.filter((w) => w.calls <= this.calls)) {
+        this.#waiters.splice(this.#waiters.indexOf(w), 1);
+        w.resolve();
+      }
     }
     this.inflight++;
     this.maxInflight = Math.max(this.maxInflight, this.inflight);

@@ -363,8 +363,8 @@ Deno.test({
   }
   for (const f of finals) assert.equal(f.rollbacks, 0);
   const rate = (r: PhaseReport[]) =>
-    Math.round(r.reduce((n, x) => n + x.ids, 0) / Math.max(...r.map((x) => x.ms)) * 1000);
-  const wait = (r: PhaseReport[]) => Math.round(Math.max(...r.map((x) => x.maxWaitMs)));
+    Math.round(r.reduce((n, x) => n + x.ids, 0) / r.reduce((m, x) => Math.max(m, x.ms), 0) * 1000);
+  const wait = (r: PhaseReport[]) => Math.round(r.reduce((m, x) => Math.max(m, x.maxWaitMs), 0));
   console.log(
     `${total} IDs, distinct. IDs/s all up ${rate(reports[0])}, one dead ${rate(reports[1])}, ` +
       `back ${rate(reports[2])}; longest wait per phase ${reports.map(wait).join(" / ")} ms; ` +

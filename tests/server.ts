@@ -97,17 +97,26 @@ export async function startServer(
 
   const kind: "redis" | "kvrocks" = (await findOnPath("kvrocks")) ? "kvrocks" : "redis";
   const host = "127.0.0.1";
-  const port = options.port ?? freePort(host);
-  const dataDir = await Deno.makeTempDir({ prefix: `kvid-${kind}-` });
-  const server = new LocalServer(kind, host, port, dataDir, options);
-  try {
-    await server.launch();
-  } catch (err) {
-    await server.stop({ keepData: false });
-    throw err;
+  // A port picked here is free when picked, not when the server binds it: another process may
+  // take it in between. Then start again on another one (a fixed port is tried once).
+  for (let attempt = 1;; attempt++) {
+    const port = options.port ?? freePort(host);
+    const dataDir = await Deno.makeTempDir({ prefix: `kvid-${kind}-` });
+    const server = new LocalServer(kind, host, port, dataDir, options);
+    try {
+      await server.launch();
+      return server;
+    } catch (err) {
+      await server.stop({ keepData: false });
+      if (options.port !== undefined || attempt === 3 || !(err instanceof PortTakenError)) {
+        throw err;
+      }
+    }
   }
-  return server;
 }
+
+/** The server could not have the port it was started on: another process holds it. */
+class PortTakenError extends Error {}
 
 async function connectExternal(
   url: string,
@@ -241,7 +250,7 @@ class LocalServer implements TestServer {
       const pid = info.get("process_id");
       if (pid !== undefined && Number(pid) !== child.pid) {
         await withTimeout(this.#status!, 1_000);
-        throw new Error(
+        throw new PortTakenError(
           `port ${this.host}:${this.port} is already served by another ` +
             `process (pid ${pid}), not by the ${this.kind} we started ` +
             `(pid ${child.pid}); output tail:\n${this.#tail.text()}`,
@@ -301,10 +310,13 @@ class LocalServer implements TestServer {
       if (this.#exited) {
         const status = await this.#status!;
         await Promise.all(this.#drains);
-        throw new Error(
+        const tail = this.#tail.text();
+        // redis-server: "Address already in use"; kvrocks: "Address already in use" too.
+        const Failure = /already in use/i.test(tail) ? PortTakenError : Error;
+        throw new Failure(
           `${this.kind} exited during startup (code ${status.code}` +
             `${status.signal ? `, signal ${status.signal}` : ""}) on port ` +
-            `${this.port}; output tail:\n${this.#tail.text()}`,
+            `${this.port}; output tail:\n${tail}`,
         );
       }
       const remaining = deadline - Date.now();
