@@ -67,12 +67,15 @@ export const LAYOUT_FIELD_PREFIX = "\u0000layout:";
 //   ARGV[2] layout field, ARGV[3] the layout this client expects
 //   ARGV[4] blocks k, ARGV[5] the least cycle above the floor, ARGV[6] the cycle to raise to,
 //   ARGV[7] the highest cycle a reservation may start at (its last block stays <= 2^63-1)
-// Replies {'ok', first cycle, counter found}, {'layout', layout found} or {'notint', value}.
+// Replies {'ok', first cycle, counter found}, {'layout', layout found}, {'notint', value} or
+// {'plain', value}: a counter without a layout is a single-server one, whose value is an ID,
+// not a cycle (the layout is written with the first increment, so they never exist apart).
 const SCRIPT = new LuaScript(
   LUA_BELOW + `local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
 if not string.match(found, '^%-?%d+$') then return {'notint', found} end
 local layout = redis.call('HGET', KEYS[1], ARGV[2])
 if layout and layout ~= ARGV[3] then return {'layout', layout} end
+if not layout and found ~= '0' then return {'plain', found} end
 local m = found
 if below(m, ARGV[5]) then m = ARGV[6] end
 if below(ARGV[7], m) then return {'overflow', m} end
@@ -327,6 +330,13 @@ export class InterleavedStore implements Store {
         `server ${i} holds the layout "${a}" for this counter, not "${
           this.layout(i)
         }": the number of servers, the block and the servers' order must not change on a live counter (use a new key or name)`,
+        where,
+      );
+    }
+    if (status === "plain") {
+      throw new KvIdError(
+        "config",
+        `server ${i} holds this counter as a single-server one (value ${a}, no layout): its IDs were handed out by a generator with one server or the CLI, and interleaved blocks would repeat them (use a new key or name)`,
         where,
       );
     }

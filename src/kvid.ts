@@ -83,7 +83,9 @@ export interface KvIdOptions {
    * Send this generator's highest reserved ID as a floor with each reservation, so a counter
    * that went backwards (a server that lost data) is raised instead of handing out old IDs.
    * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
-   * `HINCRBY`. False: always plain `HINCRBY`. Default true.
+   * `HINCRBY`. False: always plain `HINCRBY`. Either way a counter of interleaved servers is
+   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`). Default
+   * true.
    */
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
@@ -302,6 +304,7 @@ const MAX_REPLICAS = 1_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
+const MAX_ID = (1n << 63n) - 1n;
 
 interface Waiter<T> {
   need: number;
@@ -684,7 +687,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       const store = this.#store ??= this.#makeStore();
       const attempt = store.reserve(this.key, this.name, count, {
         floor,
-        raiseTo: floor + this.#margin,
+        // Capped at 2^63-1 so a counter is never written past it: the increment then overflows.
+        raiseTo: floor + this.#margin > MAX_ID ? MAX_ID : floor + this.#margin,
         guard: this.#guard,
         exact: this.#bigint,
         replicas: this.#replicas,

@@ -222,6 +222,14 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
 );
 
+const MAX_ID = (1n << 63n) - 1n;
+// The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
+const LAYOUT_PREFIX = "\u0000layout:";
+const INTERLEAVED_COUNTER =
+  "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
+// Counters remembered as checked, at most: a bound for processes with very many names.
+const MAX_CHECKED = 10_000;
+
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
 
 /** Resolve a {@linkcode RedisSource}, calling a factory once and sharing its client. */
@@ -247,6 +255,8 @@ export class RedisStore implements Store {
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
   #rounding = false;
+  // Counters (key, field) checked for an interleaved layout before their first plain HINCRBY.
+  readonly #plainChecked = new Set<string>();
 
   /** @param source The client or a factory of it. */
   constructor(source: RedisSource) {
@@ -294,23 +304,50 @@ export class RedisStore implements Store {
         const reply = await this.#script(client, key, field, count, { ...options, floor });
         if (reply !== undefined) return reply;
       }
+      await this.#checkPlain(client, key, field);
       const value = parseInteger(await client.hincrby(key, field, count));
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
-      if (value.exact || !options.exact || !this.#scripting) {
-        return { ranges: [range(value.value, count)], raised: false };
+      if (value.exact) return { ranges: [range(value.value, count)], raised: false };
+      // A numeric reply at or above 2^53 may be rounded: the range it stands for is unknown, so
+      // it is spent and never handed out. Number mode cannot go there anyway.
+      if (!options.exact) {
+        throw new KvIdError(
+          "unsafe",
+          `the counter passed Number.MAX_SAFE_INTEGER (the client replied ${value.value}, a rounded number); use { bigint: true } with a client that reads integers exactly`,
+          { key, field },
+        );
       }
-      // Above 2^53 a numeric reply is rounded: that range is spent, read the next one exactly.
+      // bigint mode: read the next range exactly through the script (its reply is a string).
       this.#rounding = true;
-      const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
-      if (reply !== undefined) return reply;
+      if (this.#scripting) {
+        const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+        if (reply !== undefined) return reply;
+      }
       throw new KvIdError(
-        "unsafe",
-        "the counter is above 2^53, the client replies with rounded numbers and the server has no scripting to read it exactly",
+        "config",
+        `the counter is above 2^53, the client replied with a rounded number (${value.value}) and the server has no scripting to read it exactly: make the client reply integers as strings (ioredis: new Redis({ stringNumbers: true }); node-redis through fromNodeRedis does) or allow EVAL/EVALSHA`,
         { key, field },
       );
     } catch (cause) {
       throw toKvIdError(cause, key, field);
     }
+  }
+
+  /**
+   * Before the first plain `HINCRBY` of a counter (no guard, or no scripting), refuse one that
+   * interleaved servers own: its field is their block cycle, and incrementing it as a plain
+   * counter would hand out their IDs. Read with `HEXISTS` through `sendCommand`; a client
+   * without `sendCommand` cannot be checked.
+   */
+  async #checkPlain(client: RedisClient, key: string, field: string): Promise<void> {
+    const counter = `${key}\u0000${field}`;
+    if (this.#plainChecked.has(counter) || client.sendCommand === undefined) return;
+    const reply = await client.sendCommand("HEXISTS", [key, LAYOUT_PREFIX + field]);
+    if (Number(String(reply)) === 1) {
+      throw new KvIdError("config", INTERLEAVED_COUNTER, { key, field });
+    }
+    if (this.#plainChecked.size >= MAX_CHECKED) this.#plainChecked.clear();
+    this.#plainChecked.add(counter);
   }
 
   /** Run the reserve script; undefined when the server has no scripting. */
@@ -321,7 +358,10 @@ export class RedisStore implements Store {
     count: number,
     options: ReserveOptions,
   ): Promise<Reservation | undefined> {
-    const args = [field, String(count), String(options.floor), String(options.raiseTo)];
+    // A counter is never written past 2^63-1 (no client could increment it again): capped, the
+    // increment overflows and the counter stays a valid integer.
+    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
+    const args = [field, String(count), String(options.floor), String(raiseTo)];
     let reply: unknown;
     try {
       reply = await RESERVE_SCRIPT.run(client, [key], args);
