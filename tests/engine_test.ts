@@ -200,3 +200,29 @@ Deno.test("prefetch starts earlier when what is left would not outlast four roun
   await store.called(3);
   store.answer(2, 201n, 300n);
 });
+
+Deno.test("next() settles like the async method it was: a wrong receiver rejects, never throws", async () => {
+  const next = KvId.prototype.next;
+  let result: Promise<unknown> | undefined;
+  assert.doesNotThrow(() => {
+    result = next.call({} as never);
+  });
+  await assert.rejects(result!, TypeError);
+});
+
+Deno.test("next() hands out the same IDs on its fast, switching and waiting paths", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, minStep: 5, maxStep: 5, prefetchAt: 0.4 });
+  const first = id.next(); // waiting: nothing buffered
+  await store.called(1);
+  store.answer(0, 1n, 5n);
+  const got = [await first];
+  // From memory; the prefetch starts at its mark (40% of the segment left) and is answered.
+  for (let i = 0; i < 3; i++) got.push(await id.next());
+  await store.called(2);
+  store.answer(1, 11n, 15n);
+  await new Promise((r) => setTimeout(r, 0)); // the reply is read
+  got.push(await id.next(), await id.next()); // the last of the first segment, then the switch
+  assert.deepEqual(got, [1, 2, 3, 4, 5, 11]);
+  assert.equal(id.stats().stalls, 1);
+});
