@@ -13,7 +13,8 @@
  * call site (four generators in a `Map`, one `get(name).next()` site, as an HTTP service has;
  * its control is the same site over four bare counters), `crypto.randomUUID()`. Then the tail:
  * every call of `next()` and of the control timed with `performance.now()`, interleaved the
- * same way, 2M calls each.
+ * same way, 2M calls each. Part 1 runs when the file loads, before any bench (also under
+ * `--filter`), in about 10 s; its figures are printed and go to the report as metrics.
  *
  * Part 2, `Deno.bench`: the same calls on generators with a fixed 100M step reserved before the
  * measurement (no segment switch, checked at the end), batches and the other ID libraries. Every
