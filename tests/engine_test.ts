@@ -68,6 +68,20 @@ Deno.test("SegmentBuffer: several ranges form one reservation, prefetch at 20% o
   assert.equal(buf.ahead[0].prefetchFrom, 2, "taking index 2 of the last leaves 2 of 10");
 });
 
+Deno.test("SegmentBuffer: the current segment's mark is spent once the next is buffered", () => {
+  const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
+  buf.add([{ first: 1n, last: 10n }]);
+  assert.equal(buf.current.prefetchFrom, 7, "taking index 7 leaves 2 of 10");
+  buf.current.used = 8;
+  assert.equal(buf.wantsNext, true);
+  buf.add([{ first: 11n, last: 20n }]);
+  assert.equal(buf.current.prefetchFrom, 10, "the rest of 1..10 needs no mark");
+  assert.equal(buf.wantsNext, false);
+  buf.current.used = 10;
+  assert.equal(buf.advance(), true);
+  assert.equal(buf.current.prefetchFrom, 7, "11..20 keeps its own mark");
+});
+
 Deno.test("StepSizer doubling: doubles when faster than segmentDuration, halves when slower", () => {
   const s = new StepSizer(1, 16, 1000, "doubling");
   const steps = [0, 10, 20, 30, 40, 50, 60, 2000, 4000, 4500].map((t) => s.reserved(t, 0));
