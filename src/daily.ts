@@ -9,6 +9,7 @@ import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
 import { describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
   checkRedisSource,
@@ -84,7 +85,9 @@ export interface DailyIdOptions {
   format?: DailyIdFormat;
   /**
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
-   * in the background whenever this generator starts a day; at least 1. Default: never.
+   * in the background whenever this generator starts a day; at least 1. Ages are counted by the
+   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
+   * never deletes a day others still use. Default: never.
    */
   keepDays?: number;
   /**
@@ -116,6 +119,13 @@ export interface DailyIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /**
+   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
+   * see KvId).
+   *
+   * @default {0}
+   */
+  replicas?: number;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
 }
@@ -172,7 +182,7 @@ export interface DailyIdStats {
  *
  * const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" });
  * ORDER_NO.addEventListener("rollback", (e) => {
- *   const { day, floor, last } = (e as CustomEvent<DailyRollbackDetail>).detail;
+ *   const { day, floor, last }: DailyRollbackDetail = e.detail;
  *   console.warn(`order counter of ${day} was below seq ${floor}: raised, reserved up to ${last}`);
  * });
  * ```
@@ -191,7 +201,7 @@ export interface DailyRollbackDetail extends RollbackDetail {
  *
  * const ORDER_NO = new DailyId("order", { keepDays: 30 });
  * ORDER_NO.addEventListener("cleanup", (e) => {
- *   const { before, deleted, error } = (e as CustomEvent<DailyCleanupDetail>).detail;
+ *   const { before, deleted, error }: DailyCleanupDetail = e.detail;
  *   if (error) console.error(`could not delete the counters of days before ${before}`, error);
  *   else console.info(`deleted ${deleted} counters of days before ${before}`);
  * });
@@ -278,10 +288,12 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
    */
   parse(id: number | bigint | string): DailySerial;
   /**
-   * Delete the counters of days more than `keepDays` days old (today is 0 days old, by this
-   * generator's clock and zone); `keepDays` is at least 1, so a process whose clock lags
-   * never finds its day gone (which would restart its seq and repeat IDs). Fields that are
-   * not `yyyymmdd` dates are left alone. Resolves to how many fields were deleted.
+   * Delete the counters of days more than `keepDays` days old (today is 0 days old, in this
+   * generator's zone) by both this generator's clock and the Redis server's (`TIME`): a clock
+   * running ahead never deletes a day that processes with right clocks still use. `keepDays` is
+   * at least 1, so a process whose clock lags the server's by less than a day never finds its
+   * day gone (which would restart its seq and repeat IDs). Fields that are not `yyyymmdd` dates
+   * are left alone. Resolves to how many fields were deleted.
    */
   cleanup(options: { keepDays: number }): Promise<number>;
   /** A snapshot of the generator's state. */
@@ -293,6 +305,24 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   close(): Promise<void>;
   /** Same as {@linkcode DailyId.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+  /** Listen for `"rollback"`, with `event.detail` typed ({@linkcode DailyRollbackDetail}). */
+  addEventListener(
+    type: "rollback",
+    listener: ((event: CustomEvent<DailyRollbackDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for `"cleanup"`, with `event.detail` typed ({@linkcode DailyCleanupDetail}). */
+  addEventListener(
+    type: "cleanup",
+    listener: ((event: CustomEvent<DailyCleanupDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /** Listen for an event, as on any `EventTarget`. */
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
 }
 
 /**
@@ -491,10 +521,12 @@ const RECHECK_SLACK_MS = 60_000;
 // Cleanup
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
-// strings); other fields are left alone. Returns how many were deleted.
+// strings); other fields are left alone, and so is a date-named counter of interleaved servers
+// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
 const CLEANUP_SCRIPT = new LuaScript(`local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1] then
+  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
+    and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
     redis.call('HDEL', KEYS[1], f)
     n = n + 1
   end
@@ -502,6 +534,17 @@ end
 return n`);
 
 const DATE_FIELD = /^\d{8}$/;
+
+/**
+ * The fields among `fields` (all of one hash) that a cleanup deletes: `yyyymmdd` dates before
+ * `before`, except a date-named counter of interleaved servers (its layout field is there too).
+ */
+export function oldDays(fields: readonly string[], before: string): string[] {
+  const all = new Set(fields);
+  return fields.filter((f) =>
+    DATE_FIELD.test(f) && f < before && !all.has(LAYOUT_FIELD_PREFIX + f)
+  );
+}
 
 /**
  * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
@@ -518,13 +561,11 @@ export async function deleteDaysBefore(
   try {
     let reply: unknown;
     try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before]);
+      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
     } catch (err) {
       if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
       const fields = await client.sendCommand("HKEYS", [key]);
-      const old = (Array.isArray(fields) ? fields : []).map(String).filter((f) =>
-        DATE_FIELD.test(f) && f < before
-      );
+      const old = oldDays((Array.isArray(fields) ? fields : []).map(String), before);
       reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
     }
     const n = Number(reply);
@@ -533,6 +574,42 @@ export async function deleteDaysBefore(
   } catch (err) {
     throw toKvIdError(err, key, field);
   }
+}
+
+const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
+
+/**
+ * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
+ * Sent through `sendCommand` when the client has it, else as a script.
+ */
+export async function serverNow(client: RedisClient): Promise<number> {
+  const reply = client.sendCommand !== undefined
+    ? await client.sendCommand("TIME", [])
+    : await TIME_SCRIPT.run(client, [], []);
+  const number = (x: unknown) =>
+    Number(x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x));
+  const [seconds, micros] = Array.isArray(reply) ? reply.map(number) : [];
+  const ms = seconds * 1000 + Math.floor(micros / 1000);
+  if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
+    throw new Error(`unexpected TIME reply ${String(reply)}`);
+  }
+  return ms;
+}
+
+/**
+ * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
+ * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
+ * whose clock runs ahead cannot delete a day that processes with right clocks still use.
+ */
+export async function cleanupFrom(
+  client: RedisClient,
+  zone: ZonedDays,
+  today: Day,
+  keepDays: number,
+): Promise<Day> {
+  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  const serverDay = zone.dayAt(await serverNow(client));
+  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
 }
 
 /**
@@ -558,6 +635,7 @@ const PASSED_TO_KVID = [
   "failFast",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ] as const;
@@ -602,6 +680,19 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   #closed = false;
   #days = 0;
   readonly #pending = new Set<Promise<unknown>>();
+
+  // The listener types of the DailyId interface: "rollback" and "cleanup" get CustomEvents.
+  override addEventListener(
+    type: string,
+    listener:
+      | EventListenerOrEventListenerObject
+      | ((event: CustomEvent<DailyRollbackDetail>) => void)
+      | ((event: CustomEvent<DailyCleanupDetail>) => void)
+      | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void {
+    super.addEventListener(type, listener as EventListenerOrEventListenerObject | null, options);
+  }
 
   constructor(name: string, options: DailyIdOptions = {}) {
     super();
@@ -774,8 +865,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (options === null || typeof options !== "object") {
       throw new TypeError("DailyId cleanup() takes { keepDays }");
     }
+    checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     const now = this.#readClock();
-    return await this.#cleanup(keepFrom(this.#zone.dayAt(now), options.keepDays));
+    return (await this.#cleanup(this.#zone.dayAt(now), options.keepDays)).deleted;
   }
 
   stats(): DailyIdStats {
@@ -844,10 +936,10 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#full = false;
     this.#days++;
     if (this.#keepDays !== undefined) {
-      const before = keepFrom(day, this.#keepDays).text;
+      const before = keepFrom(day, this.#keepDays).text; // by this clock; the server's may be earlier
       this.#track(
-        this.#cleanup(before).then(
-          (deleted) => this.#cleaned(before, deleted, undefined),
+        this.#cleanup(day, this.#keepDays).then(
+          (done) => this.#cleaned(done.before, done.deleted, undefined),
           (error) => this.#cleaned(before, undefined, toKvIdError(error, this.key, `<${before}`)),
         ),
       );
@@ -861,8 +953,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   }
 
   /** A cleanup, bounded by `timeout` whatever the server does (close() waits for it). */
-  #cleanup(before: Day | string): Promise<number> {
-    const day = typeof before === "string" ? before : before.text;
+  #cleanup(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
+    const day = keepFrom(today, keepDays).text;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() =>
@@ -873,13 +965,15 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
           }),
         ), this.#timeout);
     });
-    const cleanup = this.#cleanupNow(day);
+    const cleanup = this.#cleanupNow(today, keepDays);
     // A late reply is dropped: deleting old days again later is harmless.
     cleanup.catch(() => {});
     return Promise.race([cleanup, late]).finally(() => clearTimeout(timer));
   }
 
-  async #cleanupNow(day: string): Promise<number> {
+  /** Delete the days more than `keepDays` old by this clock's `today` and the server's. */
+  async #cleanupNow(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
+    const day = keepFrom(today, keepDays).text;
     const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
     if (source === undefined) {
       throw new KvIdError(
@@ -898,7 +992,13 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         cause,
       });
     }
-    return await deleteDaysBefore(client, this.key, day);
+    let before: string;
+    try {
+      before = (await cleanupFrom(client, this.#zone, today, keepDays)).text;
+    } catch (err) {
+      throw toKvIdError(err, this.key, `<${day}`);
+    }
+    return { before, deleted: await deleteDaysBefore(client, this.key, before) };
   }
 
   /** Today's serials are used up: stop reserving until the day ends. */

@@ -10,7 +10,9 @@
  * - `"closed"`: the generator was closed.
  * - `"config"`: a setup mistake waiting cannot fix: no Redis client given or configured, auth
  *   failed, a command not allowed (`NOPERM`) or unknown (renamed), Deno KV without
- *   `--unstable-kv` or its directory, a `clock` returning a non-finite reading.
+ *   `--unstable-kv` or its directory, a `clock` returning a non-finite reading, a factory that
+ *   failed permanently, a setup that cannot read a counter exactly (a client rounding integers
+ *   above 2^53 on a server without scripting) or in its layout.
  * - `"timeout"`: no ID could be reserved within the `timeout` option.
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).

@@ -31,3 +31,41 @@ export async function rejectsWith(
   }
   return assert.fail(`expected a KvIdError ${code}`);
 }
+
+/**
+ * One generator's IDs kept as runs of consecutive values: memory grows with the number of
+ * reservations, not with the number of IDs, so a fast machine making many more IDs in the same
+ * time cannot exhaust it. Fails as soon as an ID is not greater than the one before it.
+ */
+export class IdRuns {
+  /** Inclusive `[first, last]` runs, in increasing order. */
+  readonly runs: [number, number][] = [];
+  /** How many IDs were added. */
+  count = 0;
+
+  /** Add IDs in the order they were handed out. */
+  add(ids: Iterable<number>): void {
+    for (const id of ids) {
+      const last = this.runs.at(-1);
+      if (last && !(id > last[1])) assert.fail(`not increasing: ${last[1]} then ${id}`);
+      if (last && id === last[1] + 1) last[1] = id;
+      else this.runs.push([id, id]);
+      this.count++;
+    }
+  }
+
+  /** The greatest ID added (0 when none). */
+  get max(): number {
+    return this.runs.at(-1)?.[1] ?? 0;
+  }
+}
+
+/** Fail if any ID appears in two runs, within one `IdRuns` or across several. */
+export function assertDisjoint(all: readonly IdRuns[]): void {
+  const runs = all.flatMap((r) => r.runs).sort((a, b) => a[0] - b[0]);
+  for (let i = 1; i < runs.length; i++) {
+    if (runs[i][0] <= runs[i - 1][1]) {
+      assert.fail(`duplicate IDs: [${runs[i - 1]}] overlaps [${runs[i]}]`);
+    }
+  }
+}

@@ -7,7 +7,8 @@ Deno.test("proxy: forwards with a delay, holds while paused, drops connections",
   await using proxy = await startProxy(server, { delayMs: 15 });
   const t = performance.now();
   assert.equal(await command(proxy.url, "PING"), "PONG");
-  assert.ok(performance.now() - t >= 30, "15 ms each way");
+  // A timer may fire up to a millisecond early by performance.now().
+  assert.ok(performance.now() - t >= 29, "15 ms each way");
 
   proxy.delayMs = 0;
   proxy.pause();

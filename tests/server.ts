@@ -32,6 +32,11 @@ export interface ServerOptions {
    * removed by default). The directory path is available as `dataDir`.
    */
   keepData?: boolean;
+  /**
+   * Commands the server does not offer (renamed away, as some managed Redis do with `EVAL` and
+   * `EVALSHA`): calling one gets `unknown command`.
+   */
+  disable?: string[];
 }
 
 /** Options for {@linkcode TestServer.stop}. */
@@ -92,17 +97,26 @@ export async function startServer(
 
   const kind: "redis" | "kvrocks" = (await findOnPath("kvrocks")) ? "kvrocks" : "redis";
   const host = "127.0.0.1";
-  const port = options.port ?? freePort(host);
-  const dataDir = await Deno.makeTempDir({ prefix: `kvid-${kind}-` });
-  const server = new LocalServer(kind, host, port, dataDir, options);
-  try {
-    await server.launch();
-  } catch (err) {
-    await server.stop({ keepData: false });
-    throw err;
+  // A port picked here is free when picked, not when the server binds it: another process may
+  // take it in between. Then start again on another one (a fixed port is tried once).
+  for (let attempt = 1;; attempt++) {
+    const port = options.port ?? freePort(host);
+    const dataDir = await Deno.makeTempDir({ prefix: `kvid-${kind}-` });
+    const server = new LocalServer(kind, host, port, dataDir, options);
+    try {
+      await server.launch();
+      return server;
+    } catch (err) {
+      await server.stop({ keepData: false });
+      if (options.port !== undefined || attempt === 3 || !(err instanceof PortTakenError)) {
+        throw err;
+      }
+    }
   }
-  return server;
 }
+
+/** The server could not have the port it was started on: another process holds it. */
+class PortTakenError extends Error {}
 
 async function connectExternal(
   url: string,
@@ -236,7 +250,7 @@ class LocalServer implements TestServer {
       const pid = info.get("process_id");
       if (pid !== undefined && Number(pid) !== child.pid) {
         await withTimeout(this.#status!, 1_000);
-        throw new Error(
+        throw new PortTakenError(
           `port ${this.host}:${this.port} is already served by another ` +
             `process (pid ${pid}), not by the ${this.kind} we started ` +
             `(pid ${child.pid}); output tail:\n${this.#tail.text()}`,
@@ -270,6 +284,7 @@ class LocalServer implements TestServer {
       ];
       if (persistence === "aof") args.push("--appendfsync", "always");
       if (password !== undefined) args.push("--requirepass", password);
+      for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
       return { bin: "redis-server", args };
     }
     const lines = [
@@ -282,6 +297,7 @@ class LocalServer implements TestServer {
     ];
     if (persistence === "aof") lines.push("rocksdb.write_options.sync yes");
     if (password !== undefined) lines.push(`requirepass ${password}`);
+    for (const name of this.#options.disable ?? []) lines.push(`rename-command ${name} ""`);
     const conf = `${this.dataDir}/kvrocks.conf`;
     await Deno.writeTextFile(conf, lines.join("\n") + "\n");
     return { bin: "kvrocks", args: ["-c", conf] };
@@ -294,10 +310,13 @@ class LocalServer implements TestServer {
       if (this.#exited) {
         const status = await this.#status!;
         await Promise.all(this.#drains);
-        throw new Error(
+        const tail = this.#tail.text();
+        // redis-server: "Address already in use"; kvrocks: "Address already in use" too.
+        const Failure = /already in use/i.test(tail) ? PortTakenError : Error;
+        throw new Failure(
           `${this.kind} exited during startup (code ${status.code}` +
             `${status.signal ? `, signal ${status.signal}` : ""}) on port ` +
-            `${this.port}; output tail:\n${this.#tail.text()}`,
+            `${this.port}; output tail:\n${tail}`,
         );
       }
       const remaining = deadline - Date.now();
@@ -375,6 +394,27 @@ class LocalServer implements TestServer {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+/**
+ * Start a server without scripting (`EVAL` and `EVALSHA` renamed away, as some managed Redis
+ * do). Undefined when that cannot be had: an external server ($KVID_TEST_URL), or one that
+ * still runs scripts.
+ */
+export async function startNoScriptingServer(): Promise<TestServer | undefined> {
+  let server: TestServer;
+  try {
+    server = await startServer({ disable: ["EVAL", "EVALSHA"] });
+  } catch {
+    return undefined; // a server that does not take the setting
+  }
+  try {
+    await command(server.url, "EVAL", "return 1", "0");
+  } catch {
+    return server;
+  }
+  await server.stop();
+  return undefined;
 }
 
 /**

@@ -49,7 +49,7 @@ export function assertNoDuplicates(lists: ArrayLike<number>[], what = "ids"): vo
 export async function waitUntil<T>(
   check: () => T | Promise<T>,
   what: string,
-  ms = 5_000,
+  ms = 30_000,
 ): Promise<T> {
   const deadline = performance.now() + ms;
   while (true) {
