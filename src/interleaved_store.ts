@@ -372,9 +372,15 @@ export class InterleavedStore implements Store {
     }
     const replicas = options.replicas ?? 0;
     if (replicas > 0) {
-      // Each server's blocks wait for that server's replicas; unconfirmed, they are spent.
-      const budget = Math.min(options.waitMs ?? limitMs, limitMs * 0.9) -
-        (performance.now() - started);
+      // Each server's blocks wait for that server's replicas; unconfirmed, they are spent. The
+      // round trip just measured bounds the wait too (an attempt on a server whose round trip
+      // was unknown got a large share of the timeout, meant for a slow link, not for WAIT).
+      const rtt = performance.now() - started;
+      const budget = Math.min(
+        options.waitMs ?? limitMs,
+        limitMs * 0.9,
+        Math.max(MIN_ATTEMPT_MS, RTT_FACTOR * rtt),
+      ) - rtt;
       await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
     }
     const first = BigInt(a);

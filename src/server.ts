@@ -131,7 +131,13 @@ const READY_TIMEOUT_MS = 1_000;
 const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
-const RETRY: ReadonlySet<string> = new Set(["timeout", "connection", "conflict", "closed"]);
+const RETRY: ReadonlySet<string> = new Set([
+  "timeout",
+  "connection",
+  "unavailable",
+  "conflict",
+  "closed",
+]);
 
 /**
  * Make the ID service as a `fetch` handler, for `Deno.serve` or any framework that speaks
