@@ -770,7 +770,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           abandoned = true;
-          reject(this.#timeoutError("the reservation took"));
+          // No cause: the last error's own cause chain would grow by one per failed attempt.
+          reject(this.#timeoutError("the reservation took", false));
         }, this.#timeout);
       });
       // A late reply is dropped: its range is spent, never handed out.
@@ -929,11 +930,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     });
   }
 
-  #timeoutError(what = "no ID could be reserved in"): KvIdError {
+  #timeoutError(what = "no ID could be reserved in", withCause = true): KvIdError {
     return new KvIdError("timeout", `${what} ${this.#timeout} ms`, {
       key: this.key,
       field: this.name,
-      cause: this.#lastError,
+      cause: withCause ? this.#lastError : undefined,
     });
   }
 }
