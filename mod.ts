@@ -30,6 +30,7 @@ export {
   type NodeRedisLike,
 } from "./src/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/configure.ts";
+export { shutdown } from "./src/shutdown.ts";
 export {
   type DailyCleanupDetail,
   DailyId,
@@ -45,6 +46,7 @@ export { InterleavedStore, type InterleavedStoreOptions } from "./src/interleave
 export {
   KvId,
   type KvIdConstructor,
+  type KvIdErrorSummary,
   type KvIdOptions,
   type KvIdStats,
   type RollbackDetail,

@@ -38,6 +38,8 @@ export interface NodeRedisLike {
   sendCommand?: unknown;
   /** node-redis' reply type mapping, used to read integers as exact strings. */
   withTypeMapping?: unknown;
+  /** Close gracefully (node-redis 5); used by the adapter's `close()`. */
+  close?(): unknown;
 }
 
 /**
@@ -64,11 +66,14 @@ export interface IoredisLike {
   evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   /** Any command. */
   call(command: string, ...args: string[]): Promise<unknown>;
+  /** `QUIT`: close gracefully; used by the adapter's `close()`. */
+  quit?(): Promise<unknown>;
 }
 
 /**
  * Make a node-redis 5 client (`npm:redis`) fit {@linkcode RedisClient}. The client stays
- * yours: connect it before use (or in a factory) and close it after.
+ * yours: connect it before use (or in a factory) and close it after. The adapter's `close()`
+ * closes it gracefully; {@linkcode shutdown} calls it when a factory made the client.
  *
  * @example
  * ```ts ignore
@@ -85,6 +90,7 @@ export interface IoredisLike {
  */
 export function fromNodeRedis(client: NodeRedisLike): RedisClient {
   checkMethods(client, "fromNodeRedis", ["hIncrBy", "eval", "evalSha"]);
+  const original = client;
   // node-redis parses integer replies near 2^53 inexactly (it replied 2^53-4 for 2^53-3):
   // read integers as strings instead. 58 is RESP_TYPES.NUMBER (":").
   if (typeof client.withTypeMapping === "function") {
@@ -105,12 +111,14 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
       // A cluster's sendCommand takes (firstKey, isReadonly, args): route by the first argument.
       return send.length >= 3 ? send.call(client, argv[1], false, argv) : send.call(client, argv);
     },
+    close: async () => void await original.close?.(),
   };
 }
 
 /**
  * Make an ioredis client (`npm:ioredis`) fit {@linkcode RedisClient}. The client stays yours:
- * `quit()` it when done.
+ * `quit()` it when done, or create it in a factory (`redis: () => fromIoredis(new Redis())`) and
+ * let {@linkcode shutdown} close it (the adapter's `close()` sends `QUIT`).
  *
  * @example
  * ```ts ignore
@@ -132,6 +140,7 @@ export function fromIoredis(client: IoredisLike): RedisClient {
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args.map(String)),
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args.map(String)),
     sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
+    close: async () => void await client.quit?.(),
   };
 }
 
@@ -154,6 +163,8 @@ export function fromIoredis(client: IoredisLike): RedisClient {
 export interface BunRedisLike {
   /** Any command as a name and string arguments. */
   send(command: string, args: string[]): Promise<unknown>;
+  /** Close the connection; used by the adapter's `close()`. */
+  close?(): unknown;
 }
 
 // Bun's server errors are plain `Error`s (name "RedisError", code "ERR_REDIS_SERVER_ERROR");
@@ -201,6 +212,7 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
     evalsha: (sha1, keys, args) =>
       send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
     sendCommand: (command, args = []) => send(command, args.map(String)),
+    close: () => client.close?.(),
   };
 }
 

@@ -20,6 +20,7 @@ import {
   type Store,
   toKvIdError,
 } from "./redis_store.ts";
+import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 
 /**
  * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
@@ -703,6 +704,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#maxSeq = maxSeq;
     this.#keepDays = options.keepDays;
     this.#recheckMargin = (options.timeout ?? 5_000) + RECHECK_SLACK_MS;
+    trackGenerator(this);
   }
 
   // The hot path: one clock read against the precomputed end of the day, then the engine's.
@@ -816,6 +818,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      untrackGenerator(this);
       if (this.#gen !== undefined) this.#track(this.#gen.close());
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);

@@ -34,6 +34,7 @@
  */
 
 import { KvIdError } from "./errors.ts";
+import { disown, own } from "./shutdown.ts";
 import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
@@ -137,7 +138,8 @@ const DEFAULT_MAX_BACKOFF_MS = 50;
  * database lazily, so it can be declared at module scope.
  *
  * `close()` closes a database the store opened itself (from a path or a function, or the
- * default one); a `Deno.Kv` passed in stays yours. Close the generators first.
+ * default one); a `Deno.Kv` passed in stays yours. Close the generators first, or call
+ * `shutdown()` from `@kvid/core`: it closes every generator, then such stores.
  *
  * @example Throwaway in-memory database
  * ```ts
@@ -297,6 +299,7 @@ export class DenoKvStore implements Store, Disposable {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    disown(this);
     if (this.#owned) this.#opened?.close();
     this.#opened = undefined;
   }
@@ -336,6 +339,8 @@ export class DenoKvStore implements Store, Disposable {
         throw new KvIdError("closed", "the DenoKvStore is closed", { key, field });
       }
       this.#opened = opened;
+      // Opened here and held alone: shutdown() closes it after the generators.
+      if (this.#owned) own(this);
       return opened;
     })();
     this.#kv = kv;

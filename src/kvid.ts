@@ -17,6 +17,7 @@ import {
 } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
+import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
 /**
@@ -116,7 +117,9 @@ export interface KvIdOptions {
  * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
  * await ORDER_ID.next();
  * const stats: KvIdStats = ORDER_ID.stats();
- * assert.ok(stats.segments === 1 && stats.high === 100n && stats.remaining === 99);
+ * assert.ok(stats.segments === 1 && stats.high === "100" && stats.remaining === 99);
+ * assert.ok(ORDER_ID.high === 100n); // the same mark as a bigint
+ * console.log(JSON.stringify(stats)); // plain data: strings, numbers, booleans
  * ```
  */
 export interface KvIdStats {
@@ -136,14 +139,37 @@ export interface KvIdStats {
   stalls: number;
   /** Round-trip time of the last successful reservation, in ms. */
   lastFetchMs: number | undefined;
-  /** The highest ID reserved so far (0n before the first). */
-  high: bigint;
+  /**
+   * The highest ID reserved so far, as an exact decimal string (`"0"` before the first); the
+   * same value as a `bigint` is {@linkcode KvId.high}.
+   */
+  high: string;
   /** Times the counter was found below `high` and raised (or refused, without `guard`). */
   rollbacks: number;
   /** True while a reservation is in flight or about to start. */
   reserving: boolean;
-  /** The last reservation error, cleared by a success. */
-  lastError: KvIdError | undefined;
+  /** The last reservation error, cleared by a success: its code and message. */
+  lastError: KvIdErrorSummary | undefined;
+}
+
+/**
+ * A {@linkcode KvIdError} as plain data, in {@linkcode KvIdStats.lastError}: stats stay
+ * JSON-safe (`JSON.stringify(ORDER_ID.stats())` works).
+ *
+ * @example Report the last error in a health check
+ * ```ts
+ * import type { KvIdErrorSummary } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const last: KvIdErrorSummary = { code: "timeout", message: "no ID within 5000 ms" };
+ * assert.ok(JSON.parse(JSON.stringify(last)).code === "timeout");
+ * ```
+ */
+export interface KvIdErrorSummary {
+  /** What went wrong ({@linkcode KvIdError.code}). */
+  code: KvIdErrorCode;
+  /** The error's message. */
+  message: string;
 }
 
 /**
@@ -202,8 +228,10 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   next(): Promise<T>;
   /** `count` IDs, increasing, with one await and few round trips. */
   nextBatch(count: number): Promise<T[]>;
-  /** A snapshot of the generator's state. */
+  /** A snapshot of the generator's state: plain data, JSON-safe. */
   stats(): KvIdStats;
+  /** The highest ID reserved so far, exactly (0n before the first); `stats().high` as a bigint. */
+  readonly high: bigint;
   /**
    * Stop: pending and later calls reject with a `"closed"` {@linkcode KvIdError}; waits for an
    * in-flight reservation (at most `timeout` ms). The Redis client is the caller's to close.
@@ -432,6 +460,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#margin = BigInt(margin);
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
+    trackGenerator(this);
   }
 
   // The hot path: no I/O, no lock, no allocation but the promise.
@@ -469,16 +498,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       failures: this.#failures,
       stalls: this.#stalls,
       lastFetchMs: this.#lastFetchMs,
-      high: this.#buf.high,
+      high: String(this.#buf.high),
       rollbacks: this.#rollbacks,
       reserving: this.#inflight !== undefined || this.#prefetchTimer !== undefined,
-      lastError: this.#lastError,
+      lastError: this.#lastError === undefined
+        ? undefined
+        : { code: this.#lastError.code, message: this.#lastError.message },
     };
+  }
+
+  get high(): bigint {
+    return this.#buf.high;
   }
 
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      untrackGenerator(this);
       // Drop what is buffered so the hot path falls through to the closed check.
       this.#buf.clear();
       this.#rejectWaiters(() => this.#closedError());

@@ -7,6 +7,7 @@
 import { KvIdError } from "./errors.ts";
 import type { IdRange } from "./segment_buffer.ts";
 import { describe } from "./describe.ts";
+import { own } from "./shutdown.ts";
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -36,6 +37,11 @@ export interface RedisClient {
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
   /** Any command; optional, used by tools rather than by the generator. */
   sendCommand?(command: string, args?: string[]): Promise<unknown>;
+  /**
+   * Close the connection; optional. {@linkcode shutdown} calls it on clients a factory made.
+   * `jsr:@db/redis` clients and the adapters' clients have it.
+   */
+  close?(): unknown;
 }
 
 /**
@@ -212,10 +218,20 @@ export function resolveRedis(source: RedisSource): Promise<RedisClient> {
   if (typeof source !== "function") return Promise.resolve(source);
   let client = factoryClients.get(source);
   if (client === undefined) {
-    client = (async () => await source())();
-    factoryClients.set(source, client);
+    const made = (async () => await source())();
+    client = made;
+    factoryClients.set(source, made);
     // A factory that failed is called again next time.
-    client.catch(() => factoryClients.delete(source));
+    made.catch(() => factoryClients.delete(source));
+    // The library made this client and holds it alone: shutdown() closes it (and forgets it,
+    // so the factory is called again if a generator is used after that).
+    own({
+      close: async () => {
+        if (factoryClients.get(source) === made) factoryClients.delete(source);
+        const c = await made.catch(() => undefined);
+        await c?.close?.();
+      },
+    });
   }
   return client;
 }

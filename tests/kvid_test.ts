@@ -47,7 +47,7 @@ for (const kind of CLIENTS) {
       assert.ok(s.segments >= 10 && s.segments <= 40, `segments ${s.segments}`);
       const stored = BigInt(await command(server.url, "HGET", "kvid", field("uniq")) as string);
       assert.equal(stored, BigInt(spy.counts.reduce((a, b) => a + b)), "one HINCRBY per segment");
-      assert.ok(s.high <= stored && s.high >= 100_000n);
+      assert.ok(id.high <= stored && id.high >= 100_000n);
     });
 
     await t.step(
