@@ -65,7 +65,10 @@ export interface DailyIdOptions {
    * Default: the one given to {@linkcode configure}.
    */
   redis?: RedisSource;
-  /** A custom store instead of `redis` (advanced; {@linkcode DailyId.cleanup} then needs `redis`). */
+  /**
+   * A custom store instead of `redis`, e.g. a `DenoKvStore`. {@linkcode DailyId.cleanup} and
+   * `keepDays` then need a store with `deleteDaysBefore` (`DenoKvStore` has it) or `redis`.
+   */
   store?: Store;
   /** The hash holding one counter per day, in fields named `yyyymmdd`. Default `"kvid:daily:<name>"`. */
   key?: string;
@@ -596,6 +599,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly #inner: KvIdOptions & { bigint?: false };
   readonly #redis: RedisSource | undefined;
   readonly #hasStore: boolean;
+  readonly #store: Store | undefined;
   readonly #maxSeq: number;
   readonly #keepDays: number | undefined;
   readonly #recheckMargin: number;
@@ -672,6 +676,15 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     if (options.redis !== undefined) checkRedisSource("DailyId option redis", options.redis);
+    if (
+      options.keepDays !== undefined && options.store !== undefined &&
+      typeof options.store?.deleteDaysBefore !== "function" && options.redis === undefined
+    ) {
+      // Cleanup could only fail, every day: refuse now rather than report it at each midnight.
+      throw new TypeError(
+        "DailyId option keepDays needs a store that can delete days (deleteDaysBefore, as DenoKvStore has) or the redis option",
+      );
+    }
 
     const maxSeq = 10 ** digits - 1;
     const minStep = options.minStep ?? 1;
@@ -701,6 +714,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#inner = inner;
     this.#redis = options.redis;
     this.#hasStore = options.store !== undefined;
+    this.#store = options.store;
     this.#maxSeq = maxSeq;
     this.#keepDays = options.keepDays;
     this.#recheckMargin = (options.timeout ?? 5_000) + RECHECK_SLACK_MS;
@@ -886,11 +900,19 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 
   async #cleanup(before: Day | string): Promise<number> {
     const day = typeof before === "string" ? before : before.text;
+    const store = this.#store;
+    if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
+      try {
+        return await store.deleteDaysBefore(this.key, day);
+      } catch (err) {
+        throw toKvIdError(err, this.key, `<${day}`);
+      }
+    }
     const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
     if (source === undefined) {
       throw new KvIdError(
         "config",
-        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis })",
+        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis }), or a store with deleteDaysBefore",
         { key: this.key, field: `<${day}` },
       );
     }

@@ -132,6 +132,7 @@ export interface DenoKvStoreStats {
 const MAX_ID = (1n << 63n) - 1n;
 const DEFAULT_MAX_ATTEMPTS = 32;
 const DEFAULT_MAX_BACKOFF_MS = 50;
+const DATE_FIELD = /^\d{8}$/;
 
 /**
  * A {@linkcode Store} on Deno KV: pass it as the `store` option of `KvId`. It opens the
@@ -290,6 +291,51 @@ export class DenoKvStore implements Store, Disposable {
       const pause = Math.random() * ceiling;
       if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));
     }
+  }
+
+  /**
+   * Delete the counters `[...prefix, key, day]` whose `day` is a `yyyymmdd` date before `before`
+   * and nothing else: the cleanup of a {@linkcode DailyId} on Deno KV (its `keepDays` option and
+   * `cleanup()` call this). Resolves to how many were deleted.
+   *
+   * @example Days before 2026-11-01 go, the rest stays
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using kv = await Deno.openKv(":memory:");
+   * for (const day of ["20261030", "20261031", "20261101", "notaday"]) {
+   *   await kv.set(["kvid:daily:order", day], new Deno.KvU64(5n));
+   * }
+   * using store = new DenoKvStore(kv);
+   * assert.ok(await store.deleteDaysBefore("kvid:daily:order", "20261101") === 2);
+   * assert.ok((await kv.get(["kvid:daily:order", "notaday"])).value !== null);
+   * ```
+   *
+   * @param key The hash key (a `DailyId`'s `key`).
+   * @param before The first day kept, `yyyymmdd`.
+   */
+  async deleteDaysBefore(key: string, before: string): Promise<number> {
+    const field = `<${before}`;
+    if (!DATE_FIELD.test(before)) {
+      throw new RangeError(`DenoKvStore.deleteDaysBefore: not a yyyymmdd day: ${before}`);
+    }
+    const kv = await this.#open(key, field);
+    const prefix = [...this.#prefix, key];
+    let deleted = 0;
+    try {
+      for await (const entry of kv.list({ prefix })) {
+        const day = entry.key[prefix.length];
+        if (entry.key.length !== prefix.length + 1 || typeof day !== "string") continue;
+        if (!DATE_FIELD.test(day) || day >= before) continue;
+        // Only if unchanged since listed: a counter written meanwhile is in use, left alone.
+        const done = await kv.atomic().check(entry).delete(entry.key).commit();
+        if (done.ok) deleted++;
+      }
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+    return deleted;
   }
 
   /**

@@ -142,6 +142,12 @@ export interface ReserveOptions {
 export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
+  /**
+   * Optional, for {@linkcode DailyId} cleanup: delete the counters of hash `key` whose field is
+   * a `yyyymmdd` day before `before` (a `yyyymmdd` too), nothing else; resolves to how many.
+   * A `DailyId` on a store without it (and without `redis`) refuses `keepDays`.
+   */
+  deleteDaysBefore?(key: string, before: string): Promise<number>;
 }
 
 /**

@@ -3,7 +3,16 @@
  */
 
 import assert from "node:assert/strict";
-import { DailyId, type DailyIdStats, KvId, type KvIdStats } from "../mod.ts";
+import {
+  type DailyCleanupDetail,
+  DailyId,
+  type DailyIdStats,
+  KvId,
+  type KvIdStats,
+  type Store,
+} from "../mod.ts";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { rejectsWith } from "./assert.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
@@ -82,3 +91,31 @@ for (const kind of CLIENTS) {
     }
   });
 }
+
+Deno.test("DailyId on Deno KV: keepDays and cleanup() delete old days; a store that cannot is refused", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const key = "kvid:daily:order";
+  for (const day of ["20261101", "20261122", "20261123", "20261124", "20261130"]) {
+    await kv.set([key, day], new Deno.KvU64(7n));
+  }
+  await kv.set([key, "notes"], "not a day: left alone");
+  using store = new DenoKvStore(kv);
+  const clock = () => Date.UTC(2026, 10, 30, 12); // 2026-11-30
+  const events: DailyCleanupDetail[] = [];
+  const id = new DailyId("order", { store, clock, keepDays: 7 });
+  id.addEventListener("cleanup", (e) => events.push(e.detail));
+  assert.equal(await id.next(), 20261130000008, "today's counter goes on");
+  await id.close(); // waits for the background cleanup
+  assert.deepEqual(events, [{ before: "20261123", deleted: 2, error: undefined }]);
+  const left = [];
+  for await (const e of kv.list({ prefix: [key] })) left.push(e.key[1]);
+  assert.deepEqual(left, ["20261123", "20261124", "20261130", "notes"]);
+
+  await using again = new DailyId("order", { store, clock });
+  assert.equal(await again.cleanup({ keepDays: 1 }), 2, "23 and 24 November");
+
+  const bare: Store = { reserve: (...args) => store.reserve(...args) };
+  assert.throws(() => new DailyId("order", { store: bare, keepDays: 7 }), /keepDays needs a store/);
+  await using noCleanup = new DailyId("order", { store: bare, clock });
+  await rejectsWith(noCleanup.cleanup({ keepDays: 7 }), "config", /deleteDaysBefore/);
+});
