@@ -7,7 +7,7 @@
 
 import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
-import { describe } from "./describe.ts";
+import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
@@ -555,7 +555,7 @@ export async function deleteDaysBefore(
  * more than `keepDays` days old.
  */
 export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  checkInteger("cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   return addDays(today, -keepDays);
 }
 
@@ -756,7 +756,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch count", count, 0, MAX_BATCH, "DailyId");
+    checkInteger("nextBatch(count)", count, 0, MAX_BATCH, "DailyId");
     for (;;) {
       if (this.#closed) throw this.#closedError();
       const now = this.#clock();
@@ -991,15 +991,16 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
 
 function checkNumber(what: string, value: unknown, min: number, max: number, who = "DailyId") {
+  const subject = argumentLabel(who, what);
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${who} option ${what} must be a number, got ${describe(value)}`);
+    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
   }
   if (!(value >= min && value <= max)) {
     const hint = what === "digits" && value > max && max === MAX_DIGITS.number
       ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
       : "";
     throw new RangeError(
-      `${who} option ${what} must be between ${min} and ${max}, got ${value}${hint}`,
+      `${subject} must be between ${min} and ${max}, got ${value}${hint}`,
     );
   }
 }
@@ -1007,6 +1008,6 @@ function checkNumber(what: string, value: unknown, min: number, max: number, who
 function checkInteger(what: string, value: unknown, min: number, max: number, who = "DailyId") {
   checkNumber(what, value, min, max, who);
   if (!Number.isInteger(value)) {
-    throw new RangeError(`${who} option ${what} must be an integer, got ${value}`);
+    throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
   }
 }

@@ -5,7 +5,7 @@
  */
 
 import { defaultRedis } from "./configure.ts";
-import { describe } from "./describe.ts";
+import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
 import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
 import {
@@ -477,7 +477,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch count", count, 0, MAX_BATCH);
+    checkInteger("nextBatch(count)", count, 0, MAX_BATCH);
     const ids: T[] = new Array(count);
     let got = 0;
     if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
@@ -856,17 +856,18 @@ function checkName(what: string, value: unknown): asserts value is string {
 }
 
 function checkNumber(what: string, value: unknown, min: number, max: number): void {
+  const subject = argumentLabel("KvId", what);
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`KvId option ${what} must be a number, got ${describe(value)}`);
+    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
   }
   if (!(value >= min && value <= max)) {
-    throw new RangeError(`KvId option ${what} must be between ${min} and ${max}, got ${value}`);
+    throw new RangeError(`${subject} must be between ${min} and ${max}, got ${value}`);
   }
 }
 
 function checkInteger(what: string, value: unknown, min: number, max: number): void {
   checkNumber(what, value, min, max);
   if (!Number.isInteger(value)) {
-    throw new RangeError(`KvId option ${what} must be an integer, got ${value}`);
+    throw new RangeError(`${argumentLabel("KvId", what)} must be an integer, got ${value}`);
   }
 }
