@@ -410,7 +410,8 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
     }
     case "list": {
       const all = await client.hGetAll(key);
-      const names = Object.keys(all).sort();
+      // "\0step:<name>" fields hold a counter's remembered step, not a counter.
+      const names = Object.keys(all).filter((n) => !n.startsWith("\0step:")).sort();
       if (p.json) {
         const counters: Record<string, string> = {};
         for (const n of names) counters[n] = all[n];
@@ -501,7 +502,7 @@ type HGetAll = (key: string) => Promise<Record<string, string>>;
  *
  * @example
  * ```ts ignore
- * import { main } from "jsr:@kvid/core/cli";
+ * import { main } from "@kvid/core/cli";
  *
  * const code = await main(["get", "order", "--url", "redis://127.0.0.1:6379"]);
  * ```

@@ -78,7 +78,7 @@ export interface IoredisLike {
  * @example
  * ```ts ignore
  * import { createClient } from "npm:redis@5";
- * import { fromNodeRedis, KvId } from "jsr:@kvid/core";
+ * import { fromNodeRedis, KvId } from "@kvid/core";
  *
  * const client = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
  * const ids = new KvId("order", { redis: fromNodeRedis(client) });
@@ -123,7 +123,7 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
  * @example
  * ```ts ignore
  * import { Redis } from "npm:ioredis@5";
- * import { fromIoredis, KvId } from "jsr:@kvid/core";
+ * import { fromIoredis, KvId } from "@kvid/core";
  *
  * const client = new Redis("redis://127.0.0.1:6379");
  * const ids = new KvId("order", { redis: fromIoredis(client) });

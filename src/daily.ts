@@ -122,7 +122,8 @@ export interface DailyIdOptions {
  *
  * @example After the first ID of a day
  * ```ts
- * import { DailyId, type DailyIdStats, type Store } from "@kvid/core";
+ * import { DailyId, type DailyIdStats } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
@@ -237,7 +238,7 @@ export interface DailySerial {
  *
  * @example Order numbers in Shanghai time
  * ```ts ignore
- * import { DailyId } from "jsr:@kvid/core";
+ * import { DailyId } from "@kvid/core";
  * import { connect } from "jsr:@db/redis";
  *
  * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
@@ -693,6 +694,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
 
     const inner: KvIdOptions & { bigint?: false } = {
+      // A day's counter is used for one day: a remembered step would be a field left per day.
+      rememberStep: false,
       key: options.key ?? `kvid:daily:${name}`,
       minStep,
       maxStep: Math.min(maxStep, maxSeq),
@@ -982,7 +985,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
  *
  * @example
  * ```ts ignore
- * import { DailyId } from "jsr:@kvid/core";
+ * import { DailyId } from "@kvid/core";
  *
  * export const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" }); // 20261130000001
  * export const TICKET = new DailyId("ticket", { digits: 4, format: "string" }); // "202611300001"

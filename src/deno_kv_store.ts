@@ -13,8 +13,8 @@
  *
  * @example A local KV file
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
- * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
  *
  * using store = new DenoKvStore("./ids.sqlite3"); // opened on the first reservation
  * await using ORDER_ID = new KvId("order", { store });
@@ -23,8 +23,8 @@
  *
  * @example Deno Deploy: the project's KV database
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
- * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
  *
  * export const ORDER_ID = new KvId("order", { store: new DenoKvStore() });
  * Deno.serve(async () => new Response(String(await ORDER_ID.next())));
@@ -35,7 +35,8 @@
 
 import { KvIdError } from "./errors.ts";
 import { disown, own } from "./shutdown.ts";
-import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
+import { type Reservation, type ReserveOptions, stepField, type Store } from "./redis_store.ts";
+import type { IdRange } from "./segment_buffer.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };
@@ -290,6 +291,90 @@ export class DenoKvStore implements Store, Disposable {
       const ceiling = Math.min(this.#maxBackoff, 2 ** Math.min(attempt, 16) / 2);
       const pause = Math.random() * ceiling;
       if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /**
+   * Give back the unused tail `range` of the caller's last reservation (on close): the counter
+   * is set to `range.first - 1` only if it still holds `range.last`, in an atomic operation that
+   * checks the versionstamp read; otherwise nothing changes. Resolves to true when given back.
+   *
+   * @example A reservation of 100 of which 10 were used
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+   * await store.reserve("kvid", "order", 100, options); // IDs 1..100
+   * assert.ok(await store.release("kvid", "order", { first: 11n, last: 100n }));
+   * const next = await store.reserve("kvid", "order", 5, options);
+   * assert.ok(next.ranges[0].first === 11n); // nobody reserved since: 11..100 came back
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @param range The unused IDs, ending at the end of the caller's last reservation.
+   */
+  async release(key: string, field: string, range: IdRange): Promise<boolean> {
+    if (range.first < 1n || range.last < range.first) return false;
+    const kv = await this.#open(key, field);
+    const kvKey = this.kvKey(key, field);
+    try {
+      const entry = await kv.get(kvKey);
+      const value = entry.value;
+      if (!(value instanceof Deno.KvU64) || value.value !== range.last) return false;
+      const done = await kv.atomic().check(entry).set(kvKey, new Deno.KvU64(range.first - 1n))
+        .commit();
+      return done.ok;
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+  }
+
+  /**
+   * The step the counter's processes last used, remembered in the entry
+   * `[...prefix, key, "\0step:" + field]`; see {@linkcode Store.loadStep}.
+   *
+   * @example
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * await store.saveStep("kvid", "order", 4096);
+   * assert.ok(await store.loadStep("kvid", "order") === 4096);
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @returns The remembered step, or undefined.
+   */
+  async loadStep(key: string, field: string): Promise<number | undefined> {
+    const kv = await this.#open(key, field);
+    try {
+      const value = (await kv.get(this.kvKey(key, stepField(field)))).value;
+      return typeof value === "number" && Number.isSafeInteger(value) && value > 0
+        ? value
+        : undefined;
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+  }
+
+  /**
+   * Remember `step` for the counter's next generators; see {@linkcode Store.saveStep}.
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @param step The step to start from.
+   */
+  async saveStep(key: string, field: string, step: number): Promise<void> {
+    const kv = await this.#open(key, field);
+    try {
+      await kv.set(this.kvKey(key, stepField(field)), step);
+    } catch (cause) {
+      throw this.#error(cause, key, field);
     }
   }
 

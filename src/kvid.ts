@@ -16,7 +16,7 @@ import {
   toKvIdError,
 } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
-import { SegmentBuffer } from "./segment_buffer.ts";
+import { type IdRange, SegmentBuffer } from "./segment_buffer.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
@@ -90,6 +90,24 @@ export interface KvIdOptions {
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
   /**
+   * On `close()`, give the unused IDs at the top of the buffer back to the counter when nobody
+   * reserved after this generator: one compare-and-set script sets the counter to the first
+   * unused ID minus 1 only if it still equals the end of the last reservation. Not done without
+   * scripting or with interleaved servers (the IDs stay a gap, as before).
+   *
+   * @default true
+   */
+  giveBack?: boolean;
+  /**
+   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
+   * and on `close()`) and, without `initialStep`, start from the remembered one (within
+   * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
+   * ramp-up. Needs scripting; the Rust crate ignores the field.
+   *
+   * @default true
+   */
+  rememberStep?: boolean;
+  /**
    * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
    * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
    */
@@ -103,7 +121,8 @@ export interface KvIdOptions {
  *
  * @example After the first ID
  * ```ts
- * import { KvId, type KvIdStats, type Store } from "@kvid/core";
+ * import { KvId, type KvIdStats } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
@@ -202,7 +221,7 @@ export interface RollbackDetail {
  *
  * @example Order IDs
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
+ * import { KvId } from "@kvid/core";
  * import { connect } from "jsr:@db/redis";
  *
  * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
@@ -309,6 +328,8 @@ const OPTION_NAMES = new Set([
   "bigint",
   "guard",
   "rollbackMargin",
+  "giveBack",
+  "rememberStep",
   "stepRule",
   "clock",
 ]);
@@ -318,6 +339,8 @@ const MAX_BATCH = 10_000_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
+/** How often, at most, a changed step is written next to the counter. */
+const STEP_SAVE_MS = 10_000;
 
 interface Waiter<T> {
   need: number;
@@ -337,6 +360,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #buf: SegmentBuffer;
   readonly #sizer: StepSizer;
   readonly #maxStep: number;
+  readonly #minStep: number;
   readonly #timeout: number;
   readonly #guard: boolean;
   readonly #margin: bigint;
@@ -351,6 +375,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #inflight: Promise<void> | undefined;
   #retryAt = 0;
   #closed = false;
+  #closing: Promise<void> | undefined;
+  // The remembered step: looked up before the first reservation, written when it changed.
+  #stepLoaded: boolean;
+  #savedStep = 0;
+  #savedAt = -Infinity;
+  // A reservation that landed after close(): its range may be given back too.
+  #late: { ranges: IdRange[]; raised: boolean } | undefined;
   #prefetchTimer: ReturnType<typeof setTimeout> | undefined;
   #accepted = 0;
   #slowTrip = 0;
@@ -406,7 +437,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
     checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
-    for (const flag of ["bigint", "guard"] as const) {
+    for (const flag of ["bigint", "guard", "giveBack", "rememberStep"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
           `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -455,11 +486,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
     this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule, initialStep);
     this.#maxStep = maxStep;
+    this.#minStep = minStep;
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
     this.#margin = BigInt(margin);
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
+    this.#stepLoaded = options.rememberStep === false || options.initialStep !== undefined;
     trackGenerator(this);
   }
 
@@ -515,6 +548,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (!this.#closed) {
       this.#closed = true;
       untrackGenerator(this);
+      const tail = this.#options.giveBack === false ? undefined : this.#buf.unusedTail();
       // Drop what is buffered so the hot path falls through to the closed check.
       this.#buf.clear();
       this.#rejectWaiters(() => this.#closedError());
@@ -522,8 +556,49 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#backoffTimer = undefined;
       clearTimeout(this.#prefetchTimer);
       this.#prefetchTimer = undefined;
+      this.#closing = this.#finishClose(tail);
     }
+    await this.#closing;
+  }
+
+  /**
+   * After the reservation in flight (if any) landed, give back the unused top of what this
+   * generator reserved, if the store can (compare-and-set: only when nobody reserved since),
+   * and remember the step. Bounded by `timeout`; a failure leaves the gap, as without it.
+   */
+  async #finishClose(tail: IdRange | undefined): Promise<void> {
     await this.#inflight;
+    const store = this.#store;
+    const range = this.#options.giveBack === false ? undefined : this.#unusedTop(tail);
+    const work: Promise<unknown>[] = [];
+    if (range !== undefined && store?.release !== undefined) {
+      work.push(store.release(this.key, this.name, range));
+    }
+    if (this.#segments > 0 && this.#stepChanged()) work.push(this.#saveStep());
+    if (work.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        Promise.all(work),
+        new Promise((resolve) => timer = setTimeout(resolve, this.#timeout)),
+      ]);
+    } catch {
+      // Not given back: a gap, as without giveBack.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The unused IDs ending at the counter's value as this generator last saw it, if any. */
+  #unusedTop(tail: IdRange | undefined): IdRange | undefined {
+    const late = this.#late;
+    if (late === undefined) return tail;
+    const r = late.ranges.length === 1 && !late.raised ? late.ranges[0] : undefined;
+    // Only IDs above everything this generator held: a late range below that is a rollback.
+    if (r === undefined || r.first <= this.#buf.high) return undefined;
+    return tail !== undefined && tail.last + 1n === r.first
+      ? { first: tail.first, last: r.last }
+      : r;
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -696,6 +771,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** One reservation, bounded by `timeout`. Never rejects. */
   async #reserve(): Promise<void> {
+    if (!this.#stepLoaded) await this.#loadStep();
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
@@ -714,7 +790,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       // A late reply is dropped: its range is spent, never handed out.
       attempt.catch(() => {});
       const reply = await Promise.race([attempt, timeout]);
-      if (this.#closed) return;
+      if (this.#closed) {
+        this.#late = reply;
+        return;
+      }
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       // IDs taken or asked for so far: what the step rule and the prefetch lead measure.
@@ -744,6 +823,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
       if (typeof added === "string") throw this.#refusal(added, last);
       this.#accepted += added;
+      if (this.#stepChanged() && now - this.#savedAt >= STEP_SAVE_MS) {
+        this.#savedAt = now;
+        void this.#saveStep();
+      }
       this.#failuresInRow = 0;
       this.#retryAt = 0;
       this.#lastError = undefined;
@@ -758,6 +841,52 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Start from the step remembered next to the counter, if any (once, before the first
+   * reservation). A failure or no value leaves `minStep`: the step rule grows it as before.
+   */
+  async #loadStep(): Promise<void> {
+    this.#stepLoaded = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const store = this.#store ??= this.#makeStore();
+      if (store.loadStep === undefined) return;
+      const step = await Promise.race([
+        store.loadStep(this.key, this.name),
+        new Promise<undefined>((resolve) =>
+          timer = setTimeout(() => resolve(undefined), this.#timeout / 2)
+        ),
+      ]);
+      if (step !== undefined && !this.#closed) {
+        this.#sizer.step = Math.min(Math.max(step, this.#minStep), this.#maxStep);
+        this.#savedStep = step;
+      }
+    } catch {
+      // No remembered step: start at minStep. A store that cannot be made fails the reservation.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The step differs from the remembered one (a counter that never left minStep has none). */
+  #stepChanged(): boolean {
+    const step = this.#sizer.step;
+    return step !== this.#savedStep && (step > this.#minStep || this.#savedStep > 0);
+  }
+
+  /** Write the current step next to the counter; best effort. */
+  async #saveStep(): Promise<void> {
+    const step = this.#sizer.step;
+    const store = this.#store;
+    if (store?.saveStep === undefined || this.#options.rememberStep === false) return;
+    this.#savedStep = step;
+    try {
+      await store.saveStep(this.key, this.name, step);
+    } catch {
+      // Best effort: the next change tries again.
     }
   }
 
@@ -813,7 +942,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
  *
  * @example
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
+ * import { KvId } from "@kvid/core";
  *
  * export const ORDER_ID = new KvId("order"); // uses the client given to configure()
  * export const BIG_ID = new KvId("big", { bigint: true }); // KvId<bigint>

@@ -9,11 +9,11 @@ import {
   type DailyIdStats,
   KvId,
   type KvIdStats,
-  type Store,
 } from "../mod.ts";
+import type { Store } from "../src/store.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { rejectsWith } from "./assert.ts";
-import { CLIENTS, openClient } from "./clients.ts";
+import { CLIENTS, openClient, Spy } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
 /** `T` with every field JSON cannot carry (bigint, functions, class instances) typed never. */
@@ -118,4 +118,128 @@ Deno.test("DailyId on Deno KV: keepDays and cleanup() delete old days; a store t
   assert.throws(() => new DailyId("order", { store: bare, keepDays: 7 }), /keepDays needs a store/);
   await using noCleanup = new DailyId("order", { store: bare, clock });
   await rejectsWith(noCleanup.cleanup({ keepDays: 7 }), "config", /deleteDaysBefore/);
+});
+
+Deno.test("close() gives back the unused tail when nobody reserved since, never otherwise", async (t) => {
+  await using server = await startServer();
+  await using client = await openClient("node-redis", server.url);
+  const redis = client.redis;
+  const hget = async (name: string) => await command(server.url, "HGET", "kvid", name);
+
+  await t.step("one process: a clean restart leaves no gap", async () => {
+    const first = new KvId("tail1", { redis, minStep: 100 });
+    for (let i = 1; i <= 10; i++) assert.equal(await first.next(), i);
+    await first.close();
+    assert.equal(await hget("tail1"), "10", "IDs 11..100 given back");
+    await using second = new KvId("tail1", { redis, minStep: 100 });
+    assert.equal(await second.next(), 11);
+  });
+
+  await t.step("two on one counter: only the last to reserve gives back", async () => {
+    const a = new KvId("tail2", { redis, minStep: 100, prefetchAt: 0 });
+    const b = new KvId("tail2", { redis, minStep: 100, prefetchAt: 0 });
+    assert.equal(await a.next(), 1); // a holds 1..100
+    assert.equal(await b.next(), 101); // b holds 101..200
+    await a.close();
+    assert.equal(await hget("tail2"), "200", "b reserved after a: a's rest stays a gap");
+    await b.close();
+    assert.equal(await hget("tail2"), "101", "b was last: 102..200 given back");
+  });
+
+  await t.step("a reservation landing after close() is given back with the tail", async () => {
+    const spy = new Spy(redis);
+    const id = new KvId("tail3", { redis: spy, minStep: 10, maxStep: 10, prefetchAt: 0.5 });
+    let open!: () => void;
+    assert.equal(await id.next(), 1);
+    spy.gate = new Promise((r) => open = r);
+    for (let i = 2; i <= 6; i++) assert.equal(await id.next(), i); // crosses the prefetch mark
+    await spy.sent(2); // the prefetch of 11..20 is held at the gate
+    const closed = id.close();
+    open();
+    await closed;
+    assert.equal(await hget("tail3"), "6", "7..10 and the late 11..20 given back");
+  });
+
+  await t.step("giveBack: false keeps the old behaviour (a gap)", async () => {
+    const id = new KvId("tail4", { redis, minStep: 100, giveBack: false });
+    await id.next();
+    await id.close();
+    assert.equal(await hget("tail4"), "100");
+  });
+});
+
+Deno.test("close() gives back the unused tail on Deno KV too", async () => {
+  using kv = await Deno.openKv(":memory:");
+  using store = new DenoKvStore(kv);
+  const a = new KvId("order", { store, minStep: 50, prefetchAt: 0 });
+  const b = new KvId("order", { store, minStep: 50, prefetchAt: 0 });
+  assert.equal(await a.next(), 1);
+  assert.equal(await b.next(), 51);
+  await a.close();
+  assert.equal((await kv.get<Deno.KvU64>(["kvid", "order"])).value?.value, 100n, "b was after");
+  await b.close();
+  assert.equal((await kv.get<Deno.KvU64>(["kvid", "order"])).value?.value, 51n);
+});
+
+Deno.test("a new generator starts at the step its counter's processes last used", async (t) => {
+  await using server = await startServer();
+  await using client = await openClient("ioredis", server.url);
+  const redis = client.redis;
+  let now = 0;
+  const clock = () => now;
+
+  await t.step(
+    "remembered on close, next to the counter; used within minStep..maxStep",
+    async () => {
+      const first = new KvId("ramp", { redis, clock, prefetchAt: 0 });
+      // Segments used up in less than segmentDuration: the step doubles at each reservation.
+      for (let i = 0; i < 6; i++) {
+        now += 1_000;
+        await first.next();
+        for (let n = first.stats().remaining; n > 0; n--) await first.next();
+      }
+      const step = first.stats().step;
+      assert.ok(step >= 16, `the step grew: ${step}`);
+      await first.close();
+      assert.equal(await command(server.url, "HGET", "kvid", "\0step:ramp"), String(step));
+
+      const firstAsk = async (options: Record<string, unknown>) => {
+        const spy = new Spy(redis);
+        await using id = new KvId("ramp", { redis: spy, ...options });
+        await id.next();
+        return spy.counts[0];
+      };
+      assert.equal(await firstAsk({}), step, "starts at the remembered step");
+      assert.equal(await firstAsk({ maxStep: 8 }), 8, "within maxStep");
+      assert.equal(await firstAsk({ minStep: step * 4 }), step * 4, "within minStep");
+      assert.equal(await firstAsk({ initialStep: 2 }), 2, "an explicit initialStep wins");
+      assert.equal(await firstAsk({ rememberStep: false }), 1, "off: minStep, as before");
+    },
+  );
+
+  await t.step("a counter that never left minStep gets no step field", async () => {
+    const id = new KvId("quiet", { redis, prefetchAt: 0, minStep: 5 });
+    await id.next();
+    await id.close();
+    assert.equal(await command(server.url, "HGET", "kvid", "\0step:quiet"), null);
+    assert.equal(await command(server.url, "HGET", "kvid", "quiet"), "1");
+  });
+});
+
+Deno.test("the remembered step on Deno KV", async () => {
+  using kv = await Deno.openKv(":memory:");
+  using store = new DenoKvStore(kv);
+  let now = 0;
+  const first = new KvId("ramp", { store, clock: () => now, prefetchAt: 0 });
+  for (let i = 0; i < 5; i++) {
+    now += 1_000;
+    await first.next();
+    for (let n = first.stats().remaining; n > 0; n--) await first.next();
+  }
+  const step = first.stats().step;
+  await first.close();
+  assert.equal((await kv.get(["kvid", "\0step:ramp"])).value, step);
+  await using second = new KvId("ramp", { store });
+  await second.next();
+  assert.equal(second.stats().remaining, step - 1);
 });

@@ -30,6 +30,7 @@ try {
   const imports: Record<string, string> = {};
   for (const [name, path] of Object.entries(config.exports)) {
     imports[`jsr:@kvid/core${name.slice(1)}`] = new URL(path, root).href;
+    imports[`@kvid/core${name.slice(1)}`] = new URL(path, root).href;
   }
   await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify({ imports }));
   const { code } = await new Deno.Command(Deno.execPath(), {
