@@ -12,6 +12,7 @@ import {
 } from "../mod.ts";
 import type { Store } from "../src/store.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
+import type { RedisClient } from "../mod.ts";
 import { rejectsWith } from "./assert.ts";
 import { CLIENTS, openClient, Spy } from "./clients.ts";
 import { command, startServer } from "./server.ts";
@@ -243,3 +244,53 @@ Deno.test("the remembered step on Deno KV", async () => {
   await second.next();
   assert.equal(second.stats().remaining, step - 1);
 });
+
+Deno.test("without scripting nothing is given back and no step is remembered", async () => {
+  await using server = await startServer();
+  await using client = await openClient("node-redis", server.url);
+  // A server that refuses scripts (as some managed Redis do): a read then a write could lower a
+  // counter another process just raised, so the generator leaves the gap.
+  class ReplyError extends Error {}
+  const refuse = () => Promise.reject(new ReplyError("ERR unknown command 'EVALSHA'"));
+  const noScripts: RedisClient = {
+    hincrby: (k, f, n) => client.redis.hincrby(k, f, n),
+    eval: refuse,
+    evalsha: refuse,
+  };
+  let now = 0;
+  const id = new KvId("plain", { redis: noScripts, clock: () => now, prefetchAt: 0 });
+  for (let i = 0; i < 4; i++) {
+    now += 1_000;
+    await id.next(); // 1, then 2 more, 4 more...: the step grows
+    for (let n = id.stats().remaining; n > 0; n--) await id.next();
+  }
+  await id.next();
+  const reserved = await command(server.url, "HGET", "kvid", "plain");
+  await id.close();
+  assert.equal(await command(server.url, "HGET", "kvid", "plain"), reserved, "left as it was");
+  assert.equal(await command(server.url, "HGET", "kvid", "\0step:plain"), null);
+});
+
+Deno.test("entry points: the main one for applications, ./store for store authors", async () => {
+  const main = await import("../mod.ts");
+  const store = await import("../src/store.ts");
+  for (const name of ["KvId", "DailyId", "configure", "shutdown", "KvIdError", "fromIoredis"]) {
+    assert.ok(name in main, `@kvid/core exports ${name}`);
+  }
+  assert.ok(!("InterleavedStore" in main), "store-author classes are not in the main entry");
+  assert.equal(typeof store.InterleavedStore, "function");
+  assert.equal(store.stepField("order"), "\0step:order");
+  const config = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
+  assert.equal(config.exports["./store"], "./src/store.ts");
+  // Compile time: the exact ID type by option, and no store types from the main entry.
+  const big: KvId<bigint> = new KvId("big", { bigint: true, store: { reserve: () => never() } });
+  const num: KvId<number> = new KvId("num", { store: { reserve: () => never() } });
+  await big.close();
+  await num.close();
+  // @ts-expect-error Store is in "@kvid/core/store", not in "@kvid/core"
+  type _NotInMain = import("../mod.ts").Store;
+});
+
+function never(): never {
+  throw new Error("not reached");
+}
