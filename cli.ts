@@ -19,8 +19,9 @@
 
 import { parseArgs } from "node:util";
 import { fromNodeRedis } from "./src/adapters.ts";
-import { deleteDaysBefore, keepFrom, ZonedDays } from "./src/daily.ts";
+import { cleanupFrom, deleteDaysBefore, oldDays, ZonedDays } from "./src/daily.ts";
 import { KvIdError } from "./src/errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./src/interleaved_store.ts";
 import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./src/redis_store.ts";
 
 /** The exit codes of {@linkcode main}. */
@@ -114,6 +115,9 @@ ${COMMON_HELP}`,
 
 Print every counter of the hash and its value, sorted by name, as "name<TAB>value"
 (names holding whitespace are JSON-quoted). --json prints {"key", "counters": {name: value}}.
+A counter of interleaved servers (redis: [...]) is shown as "(interleaved, <layout>, next
+cycle <m>)": its field on this server is a block cycle, not an ID (--json: under
+"interleaved": {name: {layout, cycle}}); next, get and floor refuse such a counter.
 For a daily serial use --key kvid:daily:<name>: its fields are the days.
 
 ${COMMON_HELP}`,
@@ -143,7 +147,8 @@ ${COMMON_HELP}`,
 
 Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N days old,
 N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
-fields are left alone. Today comes from this machine's clock in the time zone.
+fields are left alone. Today is the earlier of this machine's and the server's (TIME), in
+the time zone: a clock running ahead never deletes a day generators still use.
 
   --keep-days <N>     Days to keep besides today, at least 1 (required)
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
@@ -349,7 +354,9 @@ interface Io {
 // Raises the field to ARGV[2] if below it (decimal strings compared exactly, a missing field
 // counting as 0), never lowers it. Replies {outcome, old value or ''}.
 const FLOOR_SCRIPT = new LuaScript(
-  LUA_BELOW + `local cur = redis.call('HGET', KEYS[1], ARGV[1])
+  LUA_BELOW + `local layout = redis.call('HGET', KEYS[1], ARGV[3])
+if layout then return {'layout', layout} end
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
 local v = ARGV[2]
 local c = cur or '0'
 if c ~= '0' and not string.match(c, '^%-?[1-9]%d*$') then return {'nan', c} end
@@ -362,6 +369,26 @@ return {'above', c}`,
 );
 
 const INTEGER = /^(0|-?[1-9]\d*)$/;
+// Fields of the hash that are not counters start with this: an interleaved counter's layout
+// (see InterleavedStore) and a counter's remembered step, each then the counter's name.
+const INTERNAL = "\u0000";
+
+/**
+ * Refuse a command on a counter that interleaved servers own: its field on this server is the
+ * server's block cycle, not an ID, and only a generator with every server can use it.
+ */
+function interleaved(key: string, name: string, layout: string, cycle: string | null): CliError {
+  return new CliError(
+    EXIT.failed,
+    `counter ${JSON.stringify(name)} of hash ${
+      JSON.stringify(key)
+    } belongs to interleaved servers (${
+      JSON.stringify(layout)
+    }): its field on this server holds the server's next block cycle (${
+      cycle ?? "none"
+    }), not an ID; use a generator with the same redis: [...] list`,
+  );
+}
 const AUTH_ERROR = /^(NOAUTH|WRONGPASS|NOPERM)/;
 
 async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetAll }, io: Io) {
@@ -390,7 +417,11 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       return;
     }
     case "get": {
-      const value = await client.hGet(key, name);
+      const [value, layout] = await Promise.all([
+        client.hGet(key, name),
+        client.hGet(key, LAYOUT_FIELD_PREFIX + name),
+      ]);
+      if (layout !== null && layout !== undefined) throw interleaved(key, name, layout, value);
       if (value === null || value === undefined) {
         throw new CliError(
           EXIT.failed,
@@ -410,27 +441,52 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
     }
     case "list": {
       const all = await client.hGetAll(key);
-      // "\0step:<name>" fields hold a counter's remembered step, not a counter.
-      const names = Object.keys(all).filter((n) => !n.startsWith("\0step:")).sort();
+      // Internal fields are not counters; an interleaved counter's field is a block cycle.
+      const names = Object.keys(all).filter((n) => !n.startsWith(INTERNAL)).sort();
+      const layoutOf = (n: string) => all[LAYOUT_FIELD_PREFIX + n] as string | undefined;
       if (p.json) {
         const counters: Record<string, string> = {};
-        for (const n of names) counters[n] = all[n];
-        io.out(JSON.stringify({ key, counters }));
+        const inter: Record<string, { layout: string; cycle: string }> = {};
+        for (const n of names) {
+          const layout = layoutOf(n);
+          if (layout === undefined) counters[n] = all[n];
+          else inter[n] = { layout, cycle: all[n] };
+        }
+        io.out(
+          JSON.stringify(
+            Object.keys(inter).length === 0
+              ? { key, counters }
+              : { key, counters, interleaved: inter },
+          ),
+        );
       } else {
         if (names.length === 0) console.error(`(no counters in hash ${JSON.stringify(key)})`);
-        for (const n of names) io.out(`${/[\s"\\]/.test(n) ? JSON.stringify(n) : n}\t${all[n]}`);
+        for (const n of names) {
+          const layout = layoutOf(n);
+          const shown = /[\s"\\]/.test(n) ? JSON.stringify(n) : n;
+          io.out(
+            layout === undefined
+              ? `${shown}\t${all[n]}`
+              : `${shown}\t(interleaved, ${layout}, next cycle ${all[n]})`,
+          );
+        }
       }
       return;
     }
     case "floor": {
       await mustExist(p, client);
       const value = p.value;
-      const reply = await client.eval(FLOOR_SCRIPT.source, [key], [name, value]); // one-shot: no EVALSHA first
+      const reply = await client.eval(FLOOR_SCRIPT.source, [key], [ // one-shot: no EVALSHA first
+        name,
+        value,
+        LAYOUT_FIELD_PREFIX + name,
+      ]);
       if (!Array.isArray(reply) || reply.length !== 2) {
         throw new CliError(EXIT.failed, `unexpected reply from the floor script: ${String(reply)}`);
       }
       const [outcome, oldText] = reply.map(String);
       const old = oldText === "" ? null : oldText;
+      if (outcome === "layout") throw interleaved(key, name, oldText, await client.hGet(key, name));
       const label = `counter ${JSON.stringify(name)} of hash ${JSON.stringify(key)}`;
       if (outcome === "nan") {
         throw new CliError(EXIT.failed, `${label} holds ${JSON.stringify(old)}, not an integer`);
@@ -461,10 +517,12 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       return;
     }
     case "cleanup": {
-      const before = keepFrom(p.zone!.dayAt(Date.now()), p.keepDays).text;
+      // Dated by the earlier of this machine's clock and the server's: a clock running ahead
+      // never deletes a day other processes still use.
+      const today = p.zone!.dayAt(Date.now());
+      const before = (await cleanupFrom(client, p.zone!, today, p.keepDays)).text;
       if (p.dryRun) {
-        const fields = Object.keys(await client.hGetAll(key))
-          .filter((f) => /^\d{8}$/.test(f) && f < before).sort();
+        const fields = oldDays(Object.keys(await client.hGetAll(key)), before).sort();
         if (p.json) io.out(JSON.stringify({ key, before, deleted: 0, fields }));
         else {
           console.error(`would delete ${fields.length} day fields before ${before} of ${key}`);

@@ -187,8 +187,21 @@ const SUITE_ORDER = [
 
 /** What each suite's figures mean, above its table. */
 const SUITE_NOTES: Record<string, string> = {
-  "hot path": "Each KvId generator must have made exactly one reservation (before the " +
-    "measurement) for the hot-path timings to be clean.",
+  "hot path, as run": "Default options, step at maxStep (1M), prefetch on: segments switch " +
+    "during the measurement. Every subject takes 10,000 IDs in turn, then the event loop gets a " +
+    "turn; 5 runs of 2M IDs per subject, medians over the runs. Median chunk: robust against " +
+    "other processes on a shared machine; mean: every chunk, segment switches included. " +
+    "Control: a bare awaited counter in the same run (for the shared site: the same " +
+    "`map.get(name).next()` site over bare counters). Load: 1-, 5-, 15-minute averages. " +
+    "Before 2026-12-01 `next()` measured 1.78x (bigint 2.0x) here: it was one async function " +
+    "that awaited on its waiting path, and once a stall had run that `await` (with type " +
+    "feedback), V8 compiled the suspend point in and built the resumable frame on every call; " +
+    "a generator whose only stall came before V8 allocated the function's feedback vector (a " +
+    "100M fixed step) stayed fast, and `--no-lazy-feedback-allocation` made it slow too.",
+  "hot path, tail": "Every call timed with `performance.now()` (its own cost included), the " +
+    "control the same way, interleaved in chunks of 10,000 with a turn of the event loop.",
+  "hot path": "The fixed-step benches: each KvId generator must have made exactly one " +
+    "reservation (before the measurement) for their timings to be clean.",
   "round trips": "Summed over every iteration of each bench. Server commands are read from " +
     "`INFO commandstats` and include those a script runs inside the server (KvId's reserve " +
     "script counts as its EVALSHA plus the commands it runs); round trips are counted at the " +
@@ -289,7 +302,15 @@ function render(json: JsonReport, metrics: Metric[], info: RunInfo): string {
   push("## Suite figures", "");
   const suites = new Map<string, Metric[]>();
   for (const m of metrics) suites.set(m.suite, [...suites.get(m.suite) ?? [], m]);
-  const suiteOrder = ["hot path", "round trips", "boundaries", "contention", "step"];
+  const suiteOrder = [
+    "hot path, as run",
+    "hot path, tail",
+    "hot path",
+    "round trips",
+    "boundaries",
+    "contention",
+    "step",
+  ];
   const rank = (s: string) =>
     (suiteOrder.indexOf(s) + suiteOrder.length + 1) % (suiteOrder.length + 1);
   for (const [suite, ms] of [...suites].sort((a, b) => rank(a[0]) - rank(b[0]))) {
@@ -326,8 +347,8 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
     );
 
   const hot = /^hot path/;
-  // Per ID, fastest iteration and average: on a shared machine the average of one bench can be
-  // inflated by another process, so a target counts as met only if both figures meet it.
+  // Per ID, fastest iteration and average of the fixed-step benches (deno bench runs them one
+  // after the other, so on a shared machine their ratios are less reliable than the as-run ones).
   const per = (b: JsonBench | undefined) => {
     const s = b && stats(b);
     const n = b && idsPerIteration(b.group);
@@ -336,31 +357,75 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
   const bare = per(find(hot, /bare async/));
   const next = per(find(hot, /kvid\.next\(\) \(number\)/));
   const bigNext = per(find(hot, /kvid\.next\(\) \(bigint\)/));
-  const uuid = per(find(hot, /randomUUID/));
   const batch = per(find(hot, /nextBatch\(10_000\)/));
+
+  // The targets of the hot path are met on the as-run figures (default options, segments
+  // switching, control in the same run), by the median-chunk ratio; the mean is shown beside it.
+  const asRun = (name: RegExp) => metricOf("hot path, as run", name);
+  const x = (m: Metric["values"] | undefined, k: string) => Number(m?.[k]);
+  const num = asRun(/kvid\.next\(\) \(number\)/);
+  const big = asRun(/kvid\.next\(\) \(bigint\)/);
+  const shared = asRun(/on 4 generators/);
+  const uuid = asRun(/randomUUID/);
+  const load = num?.["load before / after"];
+  const figure = (m: Metric["values"] | undefined) =>
+    m &&
+    `${fmt(x(m, "ns/ID (median chunk)"))} ns/ID, **${
+      fmt(x(m, "x control (median chunk)"))
+    }x** (mean ${fmt(x(m, "x control (mean)"))}x; ${
+      m["segments switched"]
+    } segment switches, ${m.stalls} stalls)`;
+  row(
+    "Hot path, default options, segments switching: `next()` <= 1.3x a bare await, number " +
+      "and bigint",
+    num && big &&
+      `number ${figure(num)}; bigint ${figure(big)}; control ${
+        fmt(x(asRun(/^await bare async counter/), "ns/ID (median chunk)"))
+      } ns/ID; load ${load}`,
+    num && big && x(num, "x control (median chunk)") <= 1.3 &&
+      x(big, "x control (median chunk)") <= 1.3,
+  );
+  row(
+    "Hot path, shared call site (4 generators in a `Map`, one `get(name).next()` site): <= 1.3x " +
+      "the same site over bare counters",
+    shared &&
+      `${figure(shared)}; ${fmt(x(shared, "x bare await (median chunk)"))}x the plain bare await`,
+    shared && x(shared, "x control (median chunk)") <= 1.3,
+  );
+  row(
+    "Hot path: `next()` at least 2x faster than `crypto.randomUUID()`",
+    num && uuid &&
+      `${fmt(x(num, "ns/ID (median chunk)"))} ns vs ${fmt(x(uuid, "ns/ID (median chunk)"))} ns: ${
+        fmt(x(uuid, "ns/ID (median chunk)") / x(num, "ns/ID (median chunk)"))
+      }x faster`,
+    num && uuid && x(uuid, "ns/ID (median chunk)") >= 2 * x(num, "ns/ID (median chunk)"),
+  );
+  const tailOf = (name: RegExp) => metricOf("hot path, tail", name);
+  const tail = tailOf(/kvid/);
+  const tailCtl = tailOf(/control/);
+  row(
+    "Hot path tail: p99.9 of `next()` <= 2x the p99.9 of the bare-await control",
+    tail && tailCtl &&
+      `p99.9 ${fmt(x(tail, "p99.9 ns"))} ns vs ${fmt(x(tailCtl, "p99.9 ns"))} ns: **${
+        fmt(x(tail, "p99.9 / control p99.9"))
+      }x** (p50 ${fmt(x(tail, "p50 ns"))} vs ${fmt(x(tailCtl, "p50 ns"))} ns; ${
+        fmt(x(tail, "calls"))
+      } calls each, ${tail["segments switched"]} segment switches, ${tail.stalls} stalls)`,
+    tail && x(tail, "p99.9 / control p99.9") <= 2,
+  );
   const vs = (a: { min: number; avg: number }, b: { min: number; avg: number }) =>
     `min ${fmt(a.min)} ns vs ${fmt(b.min)} ns: ${fmt(a.min / b.min)}x; avg ${fmt(a.avg)} ns vs ${
       fmt(b.avg)
     } ns: ${fmt(a.avg / b.avg)}x`;
-  if (bare && next) {
-    row(
-      "Hot path: `next()` per ID <= 1.5x the bare async baseline",
+  row(
+    "For comparison, fixed 100M step (no switch, deno bench): `next()` vs the bare await",
+    bare && next &&
       vs(next, bare) +
         (bigNext
-          ? ` (bigint mode: min ${fmt(bigNext.min / bare.min)}x, avg ${
-            fmt(bigNext.avg / bare.avg)
-          }x)`
+          ? ` (bigint: min ${fmt(bigNext.min / bare.min)}x, avg ${fmt(bigNext.avg / bare.avg)}x)`
           : ""),
-      next.min <= 1.5 * bare.min && next.avg <= 1.5 * bare.avg,
-    );
-  } else row("Hot path: `next()` per ID <= 1.5x the bare async baseline", undefined, undefined);
-  if (next && uuid) {
-    row(
-      "Hot path: `next()` faster than `crypto.randomUUID()`",
-      vs(next, uuid),
-      next.min < uuid.min && next.avg < uuid.avg,
-    );
-  } else row("Hot path: `next()` faster than `crypto.randomUUID()`", undefined, undefined);
+    undefined,
+  );
   row(
     "Hot path: `nextBatch(10_000)` <= 10 ns per ID",
     batch &&
@@ -389,7 +454,6 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
 
   const on = metricOf("boundaries", /prefetch on/);
   const off = metricOf("boundaries", /prefetch off/);
-  const ctl = metricOf("boundaries", /control/);
   row(
     "Boundaries: zero stalls after warm-up with prefetch on",
     on &&
@@ -399,14 +463,6 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
           on["reservation round trip ms (median / max)"]
         } ms)` + (off ? `; prefetch off: ${off.stalls}` : ""),
     on && on.stalls === 0,
-  );
-  row(
-    "Boundaries: p99.9 with prefetch on <= 2x its p50",
-    on &&
-      `p50 ${on["p50 µs"]} µs, p99.9 ${on["p99.9 µs"]} µs: ${on["p99.9 / p50"]}x` +
-        (off ? `; prefetch off ${off["p99.9 / p50"]}x` : "") +
-        (ctl ? `; control without KvId ${ctl["p99.9 / p50"]}x (p99.9 ${ctl["p99.9 µs"]} µs)` : ""),
-    on && Number(on["p99.9 / p50"]) <= 2,
   );
   return rows;
 }

@@ -68,6 +68,10 @@ export interface IoredisLike {
   call(command: string, ...args: string[]): Promise<unknown>;
   /** `QUIT`: close gracefully; used by the adapter's `close()`. */
   quit?(): Promise<unknown>;
+  /** A `Cluster`'s marker: `WAIT` then goes in a pipeline routed by the counter's key. */
+  isCluster?: boolean;
+  /** Commands sent together (on a `Cluster`, to the node owning their keys). */
+  pipeline?(commands: string[][]): { exec(): Promise<unknown> };
 }
 
 /**
@@ -98,19 +102,26 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
       58: String,
     });
   }
+  // Three shapes of sendCommand: a client's (args), a sentinel client's (isReadonly, args), a
+  // cluster's (firstKey, isReadonly, args), which routes by firstKey.
+  const sentinel = typeof (client as { getSentinelNode?: unknown }).getSentinelNode === "function";
+  const send = (routeBy: string | undefined, argv: string[]): Promise<unknown> => {
+    const send = client.sendCommand;
+    if (typeof send !== "function") {
+      return Promise.reject(new TypeError("this node-redis client has no sendCommand"));
+    }
+    if (sentinel) return send.call(client, false, argv);
+    return send.length >= 3 ? send.call(client, routeBy, false, argv) : send.call(client, argv);
+  };
   return {
     hincrby: (key, field, increment) => client.hIncrBy(key, field, increment),
     eval: (script, keys, args) => client.eval(script, { keys, arguments: args.map(String) }),
     evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys, arguments: args.map(String) }),
-    sendCommand: (command, args = []) => {
-      const send = client.sendCommand;
-      if (typeof send !== "function") {
-        return Promise.reject(new TypeError("this node-redis client has no sendCommand"));
-      }
-      const argv = [command, ...args.map(String)];
-      // A cluster's sendCommand takes (firstKey, isReadonly, args): route by the first argument.
-      return send.length >= 3 ? send.call(client, argv[1], false, argv) : send.call(client, argv);
-    },
+    // A cluster routes by the first argument.
+    sendCommand: (command, args = []) => send(args[0], [command, ...args.map(String)]),
+    // On a cluster, to the node owning `key`: the connection that just served it.
+    waitReplicas: (key, replicas, timeoutMs) =>
+      send(key, ["WAIT", String(replicas), String(timeoutMs)]),
     close: async () => void await original.close?.(),
   };
 }
@@ -141,6 +152,21 @@ export function fromIoredis(client: IoredisLike): RedisClient {
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args.map(String)),
     sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
     close: async () => void await client.quit?.(),
+    waitReplicas: async (key, replicas, timeoutMs) => {
+      const wait = ["wait", String(replicas), String(timeoutMs)];
+      if (client.isCluster !== true) return await client.call(...wait as [string, ...string[]]);
+      // A keyless command goes to a random node of a cluster; a pipeline goes to the node of its
+      // keys, over the connection that served the reservation.
+      if (typeof client.pipeline !== "function") {
+        throw new TypeError("fromIoredis(client): this Cluster has no pipeline() method");
+      }
+      const replies = await client.pipeline([["exists", key], wait]).exec() as
+        | [Error | null, unknown][]
+        | null;
+      const [err, count] = replies?.[1] ?? [new Error("WAIT got no reply"), undefined];
+      if (err) throw err;
+      return count;
+    },
   };
 }
 

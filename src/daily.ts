@@ -9,6 +9,7 @@ import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
 import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
   checkRedisSource,
@@ -88,7 +89,9 @@ export interface DailyIdOptions {
   format?: DailyIdFormat;
   /**
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
-   * in the background whenever this generator starts a day; at least 1. Default: never.
+   * in the background whenever this generator starts a day; at least 1. Ages are counted by the
+   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
+   * never deletes a day others still use. Default: never.
    */
   keepDays?: number;
   /**
@@ -113,6 +116,13 @@ export interface DailyIdOptions {
   guard?: boolean;
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
+  /**
+   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
+   * see KvId).
+   *
+   * @default {0}
+   */
+  replicas?: number;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
 }
@@ -276,10 +286,12 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
    */
   parse(id: number | bigint | string): DailySerial;
   /**
-   * Delete the counters of days more than `keepDays` days old (today is 0 days old, by this
-   * generator's clock and zone); `keepDays` is at least 1, so a process whose clock lags
-   * never finds its day gone (which would restart its seq and repeat IDs). Fields that are
-   * not `yyyymmdd` dates are left alone. Resolves to how many fields were deleted.
+   * Delete the counters of days more than `keepDays` days old (today is 0 days old, in this
+   * generator's zone) by both this generator's clock and the Redis server's (`TIME`): a clock
+   * running ahead never deletes a day that processes with right clocks still use. `keepDays` is
+   * at least 1, so a process whose clock lags the server's by less than a day never finds its
+   * day gone (which would restart its seq and repeat IDs). Fields that are not `yyyymmdd` dates
+   * are left alone. Resolves to how many fields were deleted.
    */
   cleanup(options: { keepDays: number }): Promise<number>;
   /** A snapshot of the generator's state. */
@@ -507,10 +519,12 @@ const RECHECK_SLACK_MS = 60_000;
 // Cleanup
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
-// strings); other fields are left alone. Returns how many were deleted.
+// strings); other fields are left alone, and so is a date-named counter of interleaved servers
+// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
 const CLEANUP_SCRIPT = new LuaScript(`local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1] then
+  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
+    and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
     redis.call('HDEL', KEYS[1], f)
     n = n + 1
   end
@@ -518,6 +532,17 @@ end
 return n`);
 
 const DATE_FIELD = /^\d{8}$/;
+
+/**
+ * The fields among `fields` (all of one hash) that a cleanup deletes: `yyyymmdd` dates before
+ * `before`, except a date-named counter of interleaved servers (its layout field is there too).
+ */
+export function oldDays(fields: readonly string[], before: string): string[] {
+  const all = new Set(fields);
+  return fields.filter((f) =>
+    DATE_FIELD.test(f) && f < before && !all.has(LAYOUT_FIELD_PREFIX + f)
+  );
+}
 
 /**
  * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
@@ -534,13 +559,11 @@ export async function deleteDaysBefore(
   try {
     let reply: unknown;
     try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before]);
+      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
     } catch (err) {
       if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
       const fields = await client.sendCommand("HKEYS", [key]);
-      const old = (Array.isArray(fields) ? fields : []).map(String).filter((f) =>
-        DATE_FIELD.test(f) && f < before
-      );
+      const old = oldDays((Array.isArray(fields) ? fields : []).map(String), before);
       reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
     }
     const n = Number(reply);
@@ -549,6 +572,42 @@ export async function deleteDaysBefore(
   } catch (err) {
     throw toKvIdError(err, key, field);
   }
+}
+
+const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
+
+/**
+ * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
+ * Sent through `sendCommand` when the client has it, else as a script.
+ */
+export async function serverNow(client: RedisClient): Promise<number> {
+  const reply = client.sendCommand !== undefined
+    ? await client.sendCommand("TIME", [])
+    : await TIME_SCRIPT.run(client, [], []);
+  const number = (x: unknown) =>
+    Number(x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x));
+  const [seconds, micros] = Array.isArray(reply) ? reply.map(number) : [];
+  const ms = seconds * 1000 + Math.floor(micros / 1000);
+  if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
+    throw new Error(`unexpected TIME reply ${String(reply)}`);
+  }
+  return ms;
+}
+
+/**
+ * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
+ * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
+ * whose clock runs ahead cannot delete a day that processes with right clocks still use.
+ */
+export async function cleanupFrom(
+  client: RedisClient,
+  zone: ZonedDays,
+  today: Day,
+  keepDays: number,
+): Promise<Day> {
+  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  const serverDay = zone.dayAt(await serverNow(client));
+  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
 }
 
 /**
@@ -573,6 +632,7 @@ const PASSED_TO_KVID = [
   "timeout",
   "guard",
   "rollbackMargin",
+  "replicas",
   "stepRule",
   "clock",
 ] as const;
@@ -814,8 +874,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (options === null || typeof options !== "object") {
       throw new TypeError("DailyId cleanup() takes { keepDays }");
     }
+    checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     const now = this.#readClock();
-    return await this.#cleanup(keepFrom(this.#zone.dayAt(now), options.keepDays));
+    return (await this.#cleanup(this.#zone.dayAt(now), options.keepDays)).deleted;
   }
 
   stats(): DailyIdStats {
@@ -885,10 +946,10 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#full = false;
     this.#days++;
     if (this.#keepDays !== undefined) {
-      const before = keepFrom(day, this.#keepDays).text;
+      const before = keepFrom(day, this.#keepDays).text; // by this clock; the server's may be earlier
       this.#track(
-        this.#cleanup(before).then(
-          (deleted) => this.#cleaned(before, deleted, undefined),
+        this.#cleanup(day, this.#keepDays).then(
+          (done) => this.#cleaned(done.before, done.deleted, undefined),
           (error) => this.#cleaned(before, undefined, toKvIdError(error, this.key, `<${before}`)),
         ),
       );
@@ -901,12 +962,14 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     );
   }
 
-  async #cleanup(before: Day | string): Promise<number> {
-    const day = typeof before === "string" ? before : before.text;
+  /** Delete the days more than `keepDays` old by this clock's `today` and the server's. */
+  async #cleanup(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
+    const day = keepFrom(today, keepDays).text;
     const store = this.#store;
     if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
+      // A store without a server clock to compare with (Deno KV): by this clock's day.
       try {
-        return await store.deleteDaysBefore(this.key, day);
+        return { before: day, deleted: await store.deleteDaysBefore(this.key, day) };
       } catch (err) {
         throw toKvIdError(err, this.key, `<${day}`);
       }
@@ -929,7 +992,13 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         cause,
       });
     }
-    return await deleteDaysBefore(client, this.key, day);
+    let before: string;
+    try {
+      before = (await cleanupFrom(client, this.#zone, today, keepDays)).text;
+    } catch (err) {
+      throw toKvIdError(err, this.key, `<${day}`);
+    }
+    return { before, deleted: await deleteDaysBefore(client, this.key, before) };
   }
 
   /** Today's serials are used up: stop reserving until the day ends. */

@@ -8,7 +8,9 @@
  * What went wrong, as a stable string to branch on.
  *
  * - `"closed"`: the generator was closed.
- * - `"config"`: no Redis client was given or configured, or a factory failed permanently.
+ * - `"config"`: no Redis client was given or configured, or a factory failed permanently, or the
+ *   setup cannot read a counter exactly (a client rounding integers above 2^53 on a server
+ *   without scripting) or in its layout.
  * - `"timeout"`: no ID could be reserved within the `timeout` option.
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).

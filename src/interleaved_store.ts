@@ -15,6 +15,7 @@ import {
   resolveRedis,
   type Store,
   toKvIdError,
+  waitForReplicas,
 } from "./redis_store.ts";
 import type { IdRange } from "./segment_buffer.ts";
 
@@ -67,12 +68,15 @@ export const LAYOUT_FIELD_PREFIX = "\u0000layout:";
 //   ARGV[2] layout field, ARGV[3] the layout this client expects
 //   ARGV[4] blocks k, ARGV[5] the least cycle above the floor, ARGV[6] the cycle to raise to,
 //   ARGV[7] the highest cycle a reservation may start at (its last block stays <= 2^63-1)
-// Replies {'ok', first cycle, counter found}, {'layout', layout found} or {'notint', value}.
+// Replies {'ok', first cycle, counter found}, {'layout', layout found}, {'notint', value} or
+// {'plain', value}: a counter without a layout is a single-server one, whose value is an ID,
+// not a cycle (the layout is written with the first increment, so they never exist apart).
 const SCRIPT = new LuaScript(
   LUA_BELOW + `local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
 if not string.match(found, '^%-?%d+$') then return {'notint', found} end
 local layout = redis.call('HGET', KEYS[1], ARGV[2])
 if layout and layout ~= ARGV[3] then return {'layout', layout} end
+if not layout and found ~= '0' then return {'plain', found} end
 local m = found
 if below(m, ARGV[5]) then m = ARGV[6] end
 if below(ARGV[7], m) then return {'overflow', m} end
@@ -254,7 +258,7 @@ export class InterleavedStore implements Store {
     limitMs: number,
   ): Promise<Reservation> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const attempt = this.#run(i, key, field, blocks, options);
+    const attempt = this.#run(i, key, field, blocks, options, limitMs);
     // A late reply is dropped: its blocks are spent, never handed out.
     attempt.catch(() => {});
     try {
@@ -283,7 +287,9 @@ export class InterleavedStore implements Store {
     field: string,
     blocks: number,
     options: ReserveOptions,
+    limitMs: number,
   ): Promise<Reservation> {
+    const started = performance.now();
     const n = BigInt(this.#sources.length);
     const b = this.#block;
     const index = BigInt(i);
@@ -328,6 +334,13 @@ export class InterleavedStore implements Store {
         where,
       );
     }
+    if (status === "plain") {
+      throw new KvIdError(
+        "config",
+        `server ${i} holds this counter as a single-server one (value ${a}, no layout): its IDs were handed out by a generator with one server or the CLI, and interleaved blocks would repeat them (use a new key or name)`,
+        where,
+      );
+    }
     if (status === "notint") {
       throw new KvIdError("reply", `the counter field on server ${i} does not hold an integer`, {
         ...where,
@@ -342,6 +355,13 @@ export class InterleavedStore implements Store {
         ...where,
         cause: new Error(String(reply)),
       });
+    }
+    const replicas = options.replicas ?? 0;
+    if (replicas > 0) {
+      // Each server's blocks wait for that server's replicas; unconfirmed, they are spent.
+      const budget = Math.min(options.waitMs ?? limitMs, limitMs * 0.9) -
+        (performance.now() - started);
+      await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
     }
     const first = BigInt(a);
     const found = BigInt(c);

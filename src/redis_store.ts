@@ -35,13 +35,23 @@ export interface RedisClient {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** `EVALSHA sha1 numkeys ...keys ...args`; rejects with a `NOSCRIPT` error if not loaded. */
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
-  /** Any command; optional, used by tools rather than by the generator. */
+  /**
+   * Any command; optional. Used by tools, and by the generator for `WAIT` when `replicas` is
+   * set and the client has no {@linkcode RedisClient.waitReplicas}.
+   */
   sendCommand?(command: string, args?: string[]): Promise<unknown>;
   /**
    * Close the connection; optional. {@linkcode shutdown} calls it on clients a factory made.
    * `jsr:@db/redis` clients and the adapters' clients have it.
    */
   close?(): unknown;
+  /**
+   * `WAIT replicas timeoutMs` on the connection that just served a command on `key`, resolving
+   * to the number of replicas that acknowledged it; optional. The adapters define it so a
+   * cluster client routes it to the node owning `key`. Without it `sendCommand("WAIT", ...)`
+   * is used, which is right for a client with one connection.
+   */
+  waitReplicas?(key: string, replicas: number, timeoutMs: number): Promise<unknown>;
 }
 
 /**
@@ -115,6 +125,13 @@ export interface ReserveOptions {
   guard: boolean;
   /** The caller needs the value exactly even above 2^53 (bigint mode). */
   exact: boolean;
+  /**
+   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
+   * Default 0: no wait.
+   */
+  replicas?: number;
+  /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
+  waitMs?: number;
 }
 
 /**
@@ -271,6 +288,14 @@ const STEP_SCRIPT = new LuaScript(`if ARGV[2] ~= '' then
 end
 return redis.call('HGET', KEYS[1], ARGV[1])`);
 
+const MAX_ID = (1n << 63n) - 1n;
+// The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
+const LAYOUT_PREFIX = "\u0000layout:";
+const INTERLEAVED_COUNTER =
+  "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
+// Counters remembered as checked, at most: a bound for processes with very many names.
+const MAX_CHECKED = 10_000;
+
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();
 
 /** Resolve a {@linkcode RedisSource}, calling a factory once and sharing its client. */
@@ -306,6 +331,8 @@ export class RedisStore implements Store {
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
   #rounding = false;
+  // Counters (key, field) checked for an interleaved layout before their first plain HINCRBY.
+  readonly #plainChecked = new Set<string>();
 
   /** @param source The client or a factory of it. */
   constructor(source: RedisSource) {
@@ -330,24 +357,51 @@ export class RedisStore implements Store {
     } catch (cause) {
       throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
     }
+    const started = performance.now();
+    const reservation = await this.#reserve(client, key, field, count, options);
+    const replicas = options.replicas ?? 0;
+    if (replicas > 0) {
+      const budget = (options.waitMs ?? 5_000) - (performance.now() - started);
+      await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
+    }
+    return reservation;
+  }
+
+  async #reserve(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
     try {
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
         const reply = await this.#script(client, key, field, count, { ...options, floor });
         if (reply !== undefined) return reply;
       }
+      await this.#checkPlain(client, key, field);
       const value = parseInteger(await client.hincrby(key, field, count));
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
-      if (value.exact || !options.exact || !this.#scripting) {
-        return { ranges: [range(value.value, count)], raised: false };
+      if (value.exact) return { ranges: [range(value.value, count)], raised: false };
+      // A numeric reply at or above 2^53 may be rounded: the range it stands for is unknown, so
+      // it is spent and never handed out. Number mode cannot go there anyway.
+      if (!options.exact) {
+        throw new KvIdError(
+          "unsafe",
+          `the counter passed Number.MAX_SAFE_INTEGER (the client replied ${value.value}, a rounded number); use { bigint: true } with a client that reads integers exactly`,
+          { key, field },
+        );
       }
-      // Above 2^53 a numeric reply is rounded: that range is spent, read the next one exactly.
+      // bigint mode: read the next range exactly through the script (its reply is a string).
       this.#rounding = true;
-      const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
-      if (reply !== undefined) return reply;
+      if (this.#scripting) {
+        const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+        if (reply !== undefined) return reply;
+      }
       throw new KvIdError(
-        "unsafe",
-        "the counter is above 2^53, the client replies with rounded numbers and the server has no scripting to read it exactly",
+        "config",
+        `the counter is above 2^53, the client replied with a rounded number (${value.value}) and the server has no scripting to read it exactly: make the client reply integers as strings (ioredis: new Redis({ stringNumbers: true }); node-redis through fromNodeRedis does) or allow EVAL/EVALSHA`,
         { key, field },
       );
     } catch (cause) {
@@ -403,6 +457,23 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * Before the first plain `HINCRBY` of a counter (no guard, or no scripting), refuse one that
+   * interleaved servers own: its field is their block cycle, and incrementing it as a plain
+   * counter would hand out their IDs. Read with `HEXISTS` through `sendCommand`; a client
+   * without `sendCommand` cannot be checked.
+   */
+  async #checkPlain(client: RedisClient, key: string, field: string): Promise<void> {
+    const counter = `${key}\u0000${field}`;
+    if (this.#plainChecked.has(counter) || client.sendCommand === undefined) return;
+    const reply = await client.sendCommand("HEXISTS", [key, LAYOUT_PREFIX + field]);
+    if (Number(String(reply)) === 1) {
+      throw new KvIdError("config", INTERLEAVED_COUNTER, { key, field });
+    }
+    if (this.#plainChecked.size >= MAX_CHECKED) this.#plainChecked.clear();
+    this.#plainChecked.add(counter);
+  }
+
   /** Run the reserve script; undefined when the server has no scripting. */
   async #script(
     client: RedisClient,
@@ -411,7 +482,10 @@ export class RedisStore implements Store {
     count: number,
     options: ReserveOptions,
   ): Promise<Reservation | undefined> {
-    const args = [field, String(count), String(options.floor), String(options.raiseTo)];
+    // A counter is never written past 2^63-1 (no client could increment it again): capped, the
+    // increment overflows and the counter stays a valid integer.
+    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
+    const args = [field, String(count), String(options.floor), String(raiseTo)];
     let reply: unknown;
     try {
       reply = await RESERVE_SCRIPT.run(client, [key], args);
@@ -430,6 +504,70 @@ export class RedisStore implements Store {
       throw new Error(`unexpected script reply ${String(reply[0])}`);
     }
     return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1 };
+  }
+}
+
+/**
+ * `WAIT replicas ms` right after a reservation on the same connection: resolves once at least
+ * `replicas` replicas acknowledged it, else throws (the range is then spent, never handed out).
+ */
+export async function waitForReplicas(
+  client: RedisClient,
+  key: string,
+  field: string,
+  replicas: number,
+  ms: number,
+): Promise<void> {
+  const where = { key, field };
+  let reply: unknown;
+  try {
+    if (typeof client.waitReplicas === "function") {
+      reply = await client.waitReplicas(key, replicas, ms);
+    } else if (typeof client.sendCommand === "function") {
+      reply = await client.sendCommand("WAIT", [String(replicas), String(ms)]);
+    } else {
+      throw new KvIdError(
+        "config",
+        "the replicas option needs a client with waitReplicas() or sendCommand() to send WAIT",
+        where,
+      );
+    }
+  } catch (cause) {
+    if (cause instanceof KvIdError) throw cause;
+    if (
+      isReplyError(cause) &&
+      /unknown command|not supported|unknown subcommand/i.test(errorMessage(cause))
+    ) {
+      throw new KvIdError(
+        "config",
+        `the server has no WAIT command, which the replicas option needs (Redis >= 3, Kvrocks >= 2.13): ${
+          errorMessage(cause)
+        }`,
+        { ...where, cause },
+      );
+    }
+    if (/replica instances|UNBLOCKED/i.test(errorMessage(cause))) {
+      // Demoted while (or just before) waiting: a failover, transient; the range is spent.
+      throw new KvIdError(
+        "connection",
+        `the server became a replica before confirming the reservation; its IDs are spent: ${
+          errorMessage(cause)
+        }`,
+        { ...where, cause },
+      );
+    }
+    throw toKvIdError(cause, key, field);
+  }
+  const seen = parseInteger(reply);
+  if (seen === undefined) {
+    throw new KvIdError("reply", `WAIT did not reply with an integer: ${String(reply)}`, where);
+  }
+  if (seen.value < BigInt(replicas)) {
+    throw new KvIdError(
+      "timeout",
+      `the reservation reached ${seen.value} of ${replicas} replicas within ${ms} ms; its IDs are spent`,
+      where,
+    );
   }
 }
 

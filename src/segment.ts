@@ -20,9 +20,9 @@ export class Segment {
   used = 0;
   /**
    * The index whose taking leaves at most `leftAtMark` IDs in this range, so the next
-   * reservation should start. `size` (never) when prefetch is off.
+   * reservation should start. `size` (never) when prefetch is off or the mark is spent.
    */
-  readonly prefetchFrom: number;
+  prefetchFrom: number;
 
   /**
    * @param first The first ID.
@@ -34,6 +34,11 @@ export class Segment {
     this.firstNumber = Number(first);
     this.size = size;
     this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;
+  }
+
+  /** The next reservation is buffered already: the rest of this range needs no mark. */
+  spendMark(): void {
+    if (this.prefetchFrom < this.size) this.prefetchFrom = this.size;
   }
 
   /** How many IDs are left. */

@@ -105,6 +105,9 @@ export class SegmentBuffer {
       if (this.current.remaining === 0 && this.ahead.length === 0) this.current = segment;
       else this.ahead.push(segment);
     }
+    // What follows the current segment is buffered, so its mark is spent: the rest of it is
+    // handed out on KvId.next()'s fast branch, which only compares `used` with `prefetchFrom`.
+    if (this.ahead.length > 0) this.current.spendMark();
     return total;
   }
 

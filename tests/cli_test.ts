@@ -291,3 +291,55 @@ async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]>
   await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
   return results;
 }
+
+Deno.test("cli on an interleaved counter: refuses what would break it, lists counters only", async () => {
+  await using a = await startServer();
+  await using b = await startServer();
+  await using ca = await openClient("node-redis", a.url);
+  await using cb = await openClient("node-redis", b.url);
+  const today = new ZonedDays("UTC").dayAt(Date.now());
+  const old = addDays(today, -9).text; // an interleaved counter with a date for a name
+  for (const name of ["inter", old]) {
+    await using id = new KvId(name, { redis: [ca.redis, cb.redis], block: 100, prefetchAt: 0 });
+    for (let i = 0; i < 250; i++) await id.next();
+  }
+  await command(a.url, "HSET", "kvid", "plain", "42");
+  const fields = async () => await command(a.url, "HGETALL", "kvid") as string[];
+  const before = await fields();
+  const env = { KVID_REDIS_URL: a.url };
+  const [next, get, floor, list, json, dry, clean] = await pool(
+    [
+      ["next", "inter", "-n", "2"],
+      ["get", "inter"],
+      ["floor", "inter", "5000"],
+      ["list"],
+      ["list", "--json"],
+      ["cleanup", "x", "--key", "kvid", "--keep-days", "1", "--dry-run"],
+      ["cleanup", "x", "--key", "kvid", "--keep-days", "1"],
+    ].map((args) => () => kvid(args, env)),
+    4,
+  );
+  expect(next, 1, /interleaved servers/);
+  expect(get, 1, /interleaved servers .*block cycle/);
+  expect(floor, 1, /interleaved servers/);
+  for (const r of [next, get, floor]) assert.equal(r.stdout, "");
+  expect(list, 0);
+  const layout = await command(a.url, "HGET", "kvid", "\u0000layout:inter") as string;
+  const cycle = await command(a.url, "HGET", "kvid", "inter") as string;
+  assert.ok(!list.stdout.includes("\u0000") && !list.stdout.includes("layout:"), list.stdout);
+  assert.match(
+    list.stdout,
+    new RegExp(`^inter\\t\\(interleaved, ${layout}, next cycle ${cycle}\\)$`, "m"),
+  );
+  assert.match(list.stdout, /^plain\t42$/m);
+  const listed = JSON.parse(json.stdout);
+  assert.deepEqual(listed.counters, { plain: "42" });
+  assert.deepEqual(Object.keys(listed.interleaved).sort(), [old, "inter"].sort());
+  assert.deepEqual(listed.interleaved.inter, { layout, cycle });
+  // Cleanup never takes an interleaved counter for a day.
+  expect(dry, 0);
+  assert.equal(dry.stdout, "");
+  expect(clean, 0);
+  assert.match(clean.stdout, /deleted 0 day fields/);
+  assert.deepEqual(await fields(), before, "nothing written");
+});

@@ -28,6 +28,8 @@ export async function openClient(
      * retries), so the generator's own retries and backoff are what is seen.
      */
     failFast?: boolean;
+    /** ioredis: integer replies as strings (exact above 2^53) instead of rounded numbers. */
+    stringNumbers?: boolean;
   } = {},
 ): Promise<OpenClient> {
   const failFast = options.failFast ?? false;
@@ -54,12 +56,23 @@ export async function openClient(
     maxRetriesPerRequest: failFast ? 0 : null,
     // ioredis' ready check (INFO) fails on a server that wants a password we lack.
     enableReadyCheck: options.readyCheck ?? true,
+    stringNumbers: options.stringNumbers ?? false,
   });
   client.on("error", () => {});
   await client.connect();
-  const close = () => {
+  const close = async () => {
+    if (client.status === "end") return;
+    // ioredis ends the socket and keeps a timer (disconnectTimeout, 2 s) until it is closed:
+    // wait for "end" so no timer outlives the test, and at most that long for a socket that
+    // a fault left half-open.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ended = new Promise<void>((resolve) => {
+      client.once("end", resolve);
+      timer = setTimeout(resolve, 2_100);
+    });
     client.disconnect(false);
-    return Promise.resolve();
+    await ended;
+    clearTimeout(timer);
   };
   return { redis: fromIoredis(client), close, [Symbol.asyncDispose]: close };
 }

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createCluster } from "redis";
 import { Cluster } from "ioredis";
-import { fromIoredis, fromNodeRedis, KvId, type RedisClient } from "../mod.ts";
+import { fromIoredis, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { command } from "./server.ts";
 import { assertDisjoint, IdRuns } from "./assert.ts";
 
@@ -63,40 +63,50 @@ async function until(what: string, check: () => Promise<boolean>, ms = 30_000): 
   }
 }
 
-/** Start 3 masters and join them with `redis-cli --cluster create`. */
+/** Start a cluster-enabled redis-server on `port` (again, after a kill: it keeps its config). */
+function spawnNode(dir: string, port: number): Deno.ChildProcess {
+  return new Deno.Command("redis-server", {
+    args: [
+      "--port",
+      String(port),
+      "--bind",
+      HOST,
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      `${dir}/nodes-${port}.conf`,
+      "--cluster-node-timeout",
+      "3000",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--repl-diskless-sync-delay",
+      "0",
+      "--protected-mode",
+      "no",
+      "--daemonize",
+      "no",
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+}
+
+/**
+ * Start 3 masters and 3 replicas and join them with `redis-cli --cluster create`; the first
+ * 3 nodes returned are the masters, node `i + 3` replicates node `i`.
+ */
 async function startCluster(dir: string): Promise<Node[]> {
   const taken = new Set<number>();
   const nodes: Node[] = [];
   try {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 6; i++) {
       const port = clusterPort(taken);
-      const child = new Deno.Command("redis-server", {
-        args: [
-          "--port",
-          String(port),
-          "--bind",
-          HOST,
-          "--cluster-enabled",
-          "yes",
-          "--cluster-config-file",
-          `${dir}/nodes-${port}.conf`,
-          "--cluster-node-timeout",
-          "3000",
-          "--dir",
-          dir,
-          "--save",
-          "",
-          "--appendonly",
-          "no",
-          "--protected-mode",
-          "no",
-          "--daemonize",
-          "no",
-        ],
-        stdin: "null",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
+      const child = spawnNode(dir, port);
       const url = `redis://${HOST}:${port}`;
       nodes.push({ port, url, id: "", child });
       await until(`node ${port}`, async () => await command(url, "PING") === "PONG");
@@ -108,7 +118,7 @@ async function startCluster(dir: string): Promise<Node[]> {
         "create",
         ...nodes.map((n) => `${HOST}:${n.port}`),
         "--cluster-replicas",
-        "0",
+        "1",
         "--cluster-yes",
       ],
       stdin: "null",
@@ -117,6 +127,13 @@ async function startCluster(dir: string): Promise<Node[]> {
     }).output();
     const out = new TextDecoder().decode(create.stdout) + new TextDecoder().decode(create.stderr);
     if (!create.success) throw new Error(`redis-cli --cluster create failed:\n${out}`);
+    // redis-cli picks masters and replicas itself: put them in the order promised above.
+    const roles = await Promise.all(nodes.map((n) => info(n.url, "replication")));
+    const masters = nodes.filter((_, i) => roles[i].get("role") === "master");
+    const replicaOf = (m: Node) =>
+      nodes.find((_, i) => roles[i].get("master_port") === String(m.port))!;
+    nodes.splice(0, nodes.length, ...masters, ...masters.map(replicaOf));
+    for (const m of masters) await waitReplicaOnline(m);
     for (const n of nodes) {
       await until("cluster_state:ok", async () => {
         const info = String(await command(n.url, "CLUSTER", "INFO"));
@@ -139,6 +156,25 @@ async function stopCluster(nodes: Node[]): Promise<void> {
     } catch { /* exited */ }
     await n.child.status;
   }));
+}
+
+/** `INFO <section>` as a map. */
+async function info(url: string, section: string): Promise<Map<string, string>> {
+  const text = String(await command(url, "INFO", section));
+  return new Map(
+    text.split("\r\n").filter((l) => l.includes(":")).map((l) => {
+      const at = l.indexOf(":");
+      return [l.slice(0, at), l.slice(at + 1)];
+    }),
+  );
+}
+
+/** Resolves once `master` reports one replica online. */
+function waitReplicaOnline(master: Node): Promise<void> {
+  return until(`a replica of ${master.port} online`, async () => {
+    const r = await info(master.url, "replication");
+    return r.get("role") === "master" && /state=online/.test(r.get("slave0") ?? "");
+  }, 30_000);
 }
 
 /** The node serving `slot` now. */
@@ -180,7 +216,8 @@ Deno.test({
   ignore,
 }, async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "kvid-cluster-" });
-  const nodes = await startCluster(dir);
+  const all = await startCluster(dir);
+  const nodes = all.slice(0, 3); // the masters; all[i + 3] replicates nodes[i]
   const nodeRedis = createCluster({
     rootNodes: [{ url: nodes[0].url }],
     defaults: { socket: { reconnectStrategy: (n: number) => Math.min(50 * n, 500) } },
@@ -290,10 +327,87 @@ Deno.test({
       const highest = ids.reduce((m, r) => Math.max(m, r.max), 0);
       assert.ok(counter >= highest, "the counter moved with its hash");
     });
+
+    await t.step("replicas 1: the counter's master is killed, its replica takes over", async () => {
+      const name = "failover";
+      const slot = Number(await command(nodes[0].url, "CLUSTER", "KEYSLOT", "kvid"));
+      const gens = clients.map(([, redis]) =>
+        new KvId(name, { redis, replicas: 1, minStep: 50, maxStep: 50, timeout: 10_000 })
+      );
+      // Runs of consecutive IDs, not every ID: how many IDs are made depends on machine speed.
+      const ids = gens.map(() => new IdRuns());
+      const errors = gens.map(() => 0);
+      const unexpected: unknown[] = [];
+      let running = true;
+      const runs = gens.map(async (g, i) => {
+        while (running) {
+          try {
+            ids[i].add(await g.nextBatch(25));
+          } catch (err) {
+            // Waiting out the failover is fine; anything else fails the test (below, so that
+            // the loop ends and nothing is left unhandled).
+            if (err instanceof KvIdError && err.code === "timeout") errors[i]++;
+            else {
+              unexpected.push(err);
+              return;
+            }
+          }
+        }
+      });
+      const segments = () => gens.map((g) => g.stats().segments);
+      const reservations = async (stage: string) => {
+        const before = segments();
+        await until(`reservations ${stage}`, () => {
+          // A generator that stopped on an unexpected error will not reserve again (thrown,
+          // not rejected: until() takes a rejection for "not yet").
+          if (unexpected.length) throw unexpected[0];
+          return Promise.resolve(segments().every((n, i) => n >= before[i] + 5));
+        }, 60_000);
+      };
+      try {
+        await reservations("before the kill");
+        const victim = await owner(nodes, slot);
+        // WAIT went to the counter's master, over the connection that reserved: a WAIT on
+        // another node would count replicas of nothing and confirm at once.
+        const waits = async (n: Node) =>
+          Number(
+            /calls=(\d+)/.exec((await info(n.url, "commandstats")).get("cmdstat_wait") ?? "")
+              ?.[1] ?? 0,
+          );
+        assert.ok(await waits(victim) > 0, "WAITs on the counter's master");
+        for (const n of nodes) {
+          if (n !== victim) assert.equal(await waits(n), 0, "no WAIT elsewhere");
+        }
+        const heir = all[nodes.indexOf(victim) + 3];
+        victim.child.kill("SIGKILL");
+        await victim.child.status;
+        await until("the replica promoted", async () => {
+          const r = await info(heir.url, "replication");
+          return r.get("role") === "master" && (await owner(all, slot)) === heir;
+        }, 60_000);
+        // Back with its cluster config, the old master rejoins as the new one's replica: WAIT 1
+        // can succeed again.
+        victim.child = spawnNode(dir, victim.port);
+        await waitReplicaOnline(heir);
+        await reservations("after the failover");
+      } finally {
+        running = false;
+        await Promise.all(runs);
+        await Promise.all(gens.map((g) => g.close()));
+      }
+      assert.deepEqual(unexpected, [], "only timeouts while the failover lasts");
+      // Each IdRuns checked its generator's IDs increase as they were added.
+      assertDisjoint(ids);
+      const counter = Number(await ioredis.hget("kvid", name));
+      const highest = ids.reduce((m, r) => Math.max(m, r.max), 0);
+      assert.ok(counter >= highest, "the new master's counter is above every ID handed out");
+      const made = ids.reduce((n, r) => n + r.count, 0);
+      console.log(`${made} IDs across a master failover; calls timed out: ${errors}`);
+    });
   } finally {
     nodeRedis.destroy();
     ioredis.disconnect();
-    await stopCluster(nodes);
+    await stopCluster(all);
     await Deno.remove(dir, { recursive: true });
   }
 });

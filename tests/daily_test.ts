@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, MAX_DIGITS, ZonedDays } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
-import { command, startServer } from "./server.ts";
+import { command, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A wall clock the test sets by hand. */
@@ -17,6 +17,12 @@ function wallClock(iso: string) {
     set: (at: string) => void (now = Date.parse(at)),
     advance: (ms: number) => void (now += ms),
   };
+}
+
+/** A fixed-offset zone where it is now about noon: a test in it never spans a midnight. */
+function noonZone(): string {
+  const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12; // -12 .. 11 hours
+  return `${offset < 0 ? "-" : "+"}${String(Math.abs(offset)).padStart(2, "0")}:00`;
 }
 
 const hget = async (url: string, key: string, field: string) =>
@@ -460,4 +466,86 @@ Deno.test("DailyId against a real server", async (t) => {
     await using broken = new DailyId("broken", { redis, clock: () => NaN });
     await rejectsWith(broken.next(), "config", /clock returned/);
   });
+});
+
+Deno.test("DailyId cleanup: a clock running ahead never deletes a day others still use", async () => {
+  await using server = await startServer();
+  const url = server.url;
+  await using a = await openClient("node-redis", url);
+  await using b = await openClient("ioredis", url);
+  const timeZone = noonZone();
+  const zone = new ZonedDays(timeZone);
+  const today = zone.dayAt(Date.now());
+  const day = (n: number) => addDays(today, n).text;
+  const key = "kvid:daily:skew";
+  await command(url, "HSET", key, day(-3), "9", day(-2), "9", day(-1), "9");
+  const DAY = 86_400_000;
+  const options = { timeZone, minStep: 5, maxStep: 5, prefetchAt: 0 };
+
+  // Right clocks: two processes share today's counter.
+  await using right = new DailyId("skew", { ...options, redis: a.redis });
+  const first = [await right.next(), await right.next()];
+  assert.equal(right.parse(first[0]).day, today.text);
+
+  // A process two days ahead starts "its" day with keepDays 1 and cleans up in the background.
+  const cleaned: DailyCleanupDetail[] = [];
+  const ahead = new DailyId("skew", {
+    ...options,
+    redis: b.redis,
+    keepDays: 1,
+    clock: () => Date.now() + 2 * DAY,
+  });
+  ahead.addEventListener("cleanup", (e) => cleaned.push((e as CustomEvent).detail));
+  assert.equal(ahead.parse(await ahead.next()).day, day(2));
+  await ahead.close(); // waits for the cleanup
+  // Dated by the server's clock: days before yesterday went, today stayed.
+  assert.deepEqual(cleaned, [{ before: day(-1), deleted: 2, error: undefined }]);
+  assert.equal(await hget(url, key, today.text), "5");
+  // Called by hand, too.
+  await using ahead2 = new DailyId("skew", {
+    ...options,
+    redis: b.redis,
+    clock: () => Date.now() + 5 * DAY,
+  });
+  assert.equal(await ahead2.cleanup({ keepDays: 1 }), 0);
+  assert.equal(await hget(url, key, today.text), "5");
+
+  // A process with the right clock that starts now continues today's serials.
+  await using later = new DailyId("skew", { ...options, redis: b.redis });
+  const next = await later.next();
+  assert.ok(!first.includes(next) && next > first[1], `re-issued ${next}`);
+  assert.deepEqual((await command(url, "HKEYS", key) as string[]).sort(), [
+    day(-1),
+    today.text,
+    day(2),
+  ]);
+});
+
+Deno.test("DailyId cleanup without scripting: dated by the server, interleaved counters kept", async () => {
+  const server = await startNoScriptingServer();
+  if (server === undefined) return;
+  await using _ = server;
+  const url = server.url;
+  await using client = await openClient("ioredis", url);
+  const timeZone = noonZone();
+  const today = new ZonedDays(timeZone).dayAt(Date.now());
+  const day = (n: number) => addDays(today, n).text;
+  const key = "kvid:daily:plain";
+  await command(url, "HSET", key, day(-4), "1", day(-3), "1", day(-2), "1", day(-1), "1");
+  await command(url, "HSET", key, day(0), "1", day(-5), "7", `\u0000layout:${day(-5)}`, "v1");
+  await using ahead = new DailyId("plain", {
+    redis: client.redis,
+    timeZone,
+    clock: () => Date.now() + 3 * 86_400_000,
+  });
+  assert.equal(await ahead.cleanup({ keepDays: 1 }), 3);
+  assert.deepEqual(
+    (await command(url, "HKEYS", key) as string[]).sort(),
+    [
+      `\u0000layout:${day(-5)}`,
+      day(-5),
+      day(-1),
+      day(0),
+    ].sort(),
+  );
 });

@@ -69,6 +69,20 @@ Deno.test("SegmentBuffer: several ranges form one reservation, prefetch at 20% o
   assert.equal(buf.ahead[0].prefetchFrom, 2, "taking index 2 of the last leaves 2 of 10");
 });
 
+Deno.test("SegmentBuffer: the current segment's mark is spent once the next is buffered", () => {
+  const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
+  buf.add([{ first: 1n, last: 10n }]);
+  assert.equal(buf.current.prefetchFrom, 7, "taking index 7 leaves 2 of 10");
+  buf.current.used = 8;
+  assert.equal(buf.wantsNext, true);
+  buf.add([{ first: 11n, last: 20n }]);
+  assert.equal(buf.current.prefetchFrom, 10, "the rest of 1..10 needs no mark");
+  assert.equal(buf.wantsNext, false);
+  buf.current.used = 10;
+  assert.equal(buf.advance(), true);
+  assert.equal(buf.current.prefetchFrom, 7, "11..20 keeps its own mark");
+});
+
 Deno.test("StepSizer doubling: doubles when faster than segmentDuration, halves when slower", () => {
   const s = new StepSizer(1, 16, 1000, "doubling");
   const steps = [0, 10, 20, 30, 40, 50, 60, 2000, 4000, 4500].map((t) => s.reserved(t, 0));
@@ -200,4 +214,30 @@ Deno.test("prefetch starts earlier when what is left would not outlast four roun
   assert.equal(id.stats().reserving, true, "the next reservation starts at the first ID");
   await store.called(3);
   store.answer(2, 201n, 300n);
+});
+
+Deno.test("next() settles like the async method it was: a wrong receiver rejects, never throws", async () => {
+  const next = KvId.prototype.next;
+  let result: Promise<unknown> | undefined;
+  assert.doesNotThrow(() => {
+    result = next.call({} as never);
+  });
+  await assert.rejects(result!, TypeError);
+});
+
+Deno.test("next() hands out the same IDs on its fast, switching and waiting paths", async () => {
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, minStep: 5, maxStep: 5, prefetchAt: 0.4 });
+  const first = id.next(); // waiting: nothing buffered
+  await store.called(1);
+  store.answer(0, 1n, 5n);
+  const got = [await first];
+  // From memory; the prefetch starts at its mark (40% of the segment left) and is answered.
+  for (let i = 0; i < 3; i++) got.push(await id.next());
+  await store.called(2);
+  store.answer(1, 11n, 15n);
+  await new Promise((r) => setTimeout(r, 0)); // the reply is read
+  got.push(await id.next(), await id.next()); // the last of the first segment, then the switch
+  assert.deepEqual(got, [1, 2, 3, 4, 5, 11]);
+  assert.equal(id.stats().stalls, 1);
 });

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { startProxy } from "./proxy.ts";
-import { command, startServer, type TestServer } from "./server.ts";
+import { command, startNoScriptingServer, startServer, type TestServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 const N = 3;
@@ -198,7 +198,9 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
       // The last cycle of server i whose block ends at or below 2^63-1.
       const last = (i: bigint) => (max / block - i - 1n) / 3n;
       for (let i = 0; i < N; i++) {
+        const layout = `v1 servers=${N} block=${block} index=${i}`;
         await command(urls[i], "HSET", "kvid", name, String(last(BigInt(i)) - 1n));
+        await command(urls[i], "HSET", "kvid", LAYOUT + name, layout);
       }
       const expected = new Set<bigint>();
       for (let i = 0n; i < 3n; i++) {
@@ -361,8 +363,8 @@ Deno.test({
   }
   for (const f of finals) assert.equal(f.rollbacks, 0);
   const rate = (r: PhaseReport[]) =>
-    Math.round(r.reduce((n, x) => n + x.ids, 0) / Math.max(...r.map((x) => x.ms)) * 1000);
-  const wait = (r: PhaseReport[]) => Math.round(Math.max(...r.map((x) => x.maxWaitMs)));
+    Math.round(r.reduce((n, x) => n + x.ids, 0) / r.reduce((m, x) => Math.max(m, x.ms), 0) * 1000);
+  const wait = (r: PhaseReport[]) => Math.round(r.reduce((m, x) => Math.max(m, x.maxWaitMs), 0));
   console.log(
     `${total} IDs, distinct. IDs/s all up ${rate(reports[0])}, one dead ${rate(reports[1])}, ` +
       `back ${rate(reports[2])}; longest wait per phase ${reports.map(wait).join(" / ")} ms; ` +
@@ -427,3 +429,77 @@ async function producer(args: string[]): Promise<void> {
 if (import.meta.main && Deno.args[0] === "producer") {
   await producer(Deno.args.slice(1));
 }
+
+Deno.test(
+  { name: "every generator mode refuses a counter of interleaved servers", ignore },
+  async (t) => {
+    await using a = await startServer();
+    await using b = await startServer();
+    const noScripts = await startNoScriptingServer();
+    await using _ = noScripts;
+    for (const kind of CLIENTS) {
+      await t.step(kind, async () => {
+        await using ca = await openClient(kind, a.url);
+        await using cb = await openClient(kind, b.url);
+        const name = `owned-${kind}`;
+        {
+          await using id = new KvId(name, {
+            redis: [ca.redis, cb.redis],
+            block: 50,
+            prefetchAt: 0,
+          });
+          for (let i = 0; i < 120; i++) await id.next();
+        }
+        const before = await hget(a, name);
+        for (const guard of [true, false]) {
+          await using single = new KvId(name, { redis: ca.redis, guard, prefetchAt: 0 });
+          await rejectsWith(single.next(), "config", /interleaved servers/);
+        }
+        assert.equal(await hget(a, name), before, "the block cycle was not incremented");
+        // A server without scripting: the plain HINCRBY is refused too.
+        if (noScripts === undefined) return;
+        await command(
+          noScripts.url,
+          "HSET",
+          "kvid",
+          name,
+          "3",
+          LAYOUT + name,
+          "v1 servers=2 block=50 index=0",
+        );
+        await using cn = await openClient(kind, noScripts.url);
+        await using plain = new KvId(name, { redis: cn.redis, prefetchAt: 0 });
+        await rejectsWith(plain.next(), "config", /interleaved servers/);
+        assert.equal(await hget(noScripts, name), "3");
+      });
+    }
+  },
+);
+
+Deno.test({ name: "interleaved servers refuse a single-server counter", ignore }, async () => {
+  await using a = await startServer();
+  await using b = await startServer();
+  await using ca = await openClient("node-redis", a.url);
+  await using cb = await openClient("node-redis", b.url);
+  // A single-server generator handed out 1..2500 from server a.
+  {
+    // giveBack off: the counter keeps the whole reservation, 2,500, an ID and not a cycle.
+    await using single = new KvId("taken", {
+      redis: ca.redis,
+      minStep: 2500,
+      prefetchAt: 0,
+      giveBack: false,
+    });
+    assert.equal(await single.next(), 1);
+  }
+  assert.equal(await hget(a, "taken"), "2500");
+  // Server a refuses as soon as it is asked: its value is an ID, not a cycle (server b, which
+  // never saw the counter, cannot tell: keep names of the two kinds apart).
+  await using inter = new KvId("taken", { redis: [ca.redis, cb.redis], block: 1000 });
+  const run = async () => {
+    for (let i = 0; i < 4; i++) await inter.nextBatch(1000);
+  };
+  await rejectsWith(run(), "config", /single-server/);
+  assert.equal(await hget(a, "taken"), "2500");
+  assert.equal(await hget(a, LAYOUT + "taken"), null);
+});

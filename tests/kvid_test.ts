@@ -178,7 +178,9 @@ for (const kind of CLIENTS) {
       async () => {
         const name = field("near53");
         await command(server.url, "HSET", "kvid", name, String(2 ** 53 - 4));
-        await using id = new KvId(name, { redis, guard: false });
+        // One ID per reservation: a reply at or above 2^53 is refused whole (ioredis rounds it,
+        // so the range it stands for is unknown), and a larger step would spend the last IDs.
+        await using id = new KvId(name, { redis, guard: false, maxStep: 1, prefetchAt: 0 });
         assert.equal(await id.next(), 2 ** 53 - 3);
         assert.equal(await id.next(), 2 ** 53 - 2);
         assert.equal(await id.next(), 2 ** 53 - 1);

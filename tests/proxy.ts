@@ -21,6 +21,12 @@ export interface Proxy extends AsyncDisposable {
   resume(): void;
   /** Close every open connection (both sides), as a network failure would. */
   dropConnections(): void;
+  /**
+   * From now on, drop (never forward) what the server sends on replication connections (those
+   * on which the client sent `PSYNC`/`SYNC`): the replicas behind this proxy miss every later
+   * write while their link looks up. Other connections are untouched.
+   */
+  cutReplication(): void;
   /** Connections accepted so far. */
   readonly accepted: number;
   /** Stop listening and close every connection. */
@@ -44,6 +50,7 @@ export function startProxy(
   let paused = false;
   let resumed: PromiseWithResolvers<void> | undefined;
   let accepted = 0;
+  let replicationCut = false;
 
   const proxy: Proxy = {
     host: "127.0.0.1",
@@ -67,6 +74,9 @@ export function startProxy(
     dropConnections() {
       for (const p of pipes) p.close();
     },
+    cutReplication() {
+      replicationCut = true;
+    },
     async close() {
       try {
         listener.close();
@@ -82,13 +92,16 @@ export function startProxy(
   };
 
   // Forward one direction in order; each chunk waits out the delay and any pause.
-  async function forward(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  async function forward(from: Deno.Conn, to: Deno.Conn, pipe: Pipe, up: boolean): Promise<void> {
     const buf = new Uint8Array(64 * 1024);
     try {
       while (true) {
         const n = await from.read(buf);
         if (n === null) break;
         const chunk = buf.slice(0, n);
+        // A replica asks for the stream with PSYNC (or SYNC) as a command of its own.
+        if (up && !pipe.replication) pipe.replication = isSync(chunk);
+        if (!up && pipe.replication && replicationCut) continue;
         const at = performance.now() + proxy.delayMs;
         while (paused) await resumed!.promise;
         const wait = at - performance.now();
@@ -118,12 +131,12 @@ export function startProxy(
         } catch { /* already closed */ }
       }
     };
-    const pipe: Pipe = { close, done: Promise.resolve() };
+    const pipe: Pipe = { close, done: Promise.resolve(), replication: false };
     pipes.add(pipe);
     // When either direction ends, close both; done once both loops have returned.
     pipe.done = Promise.all([
-      forward(client, server).then(close),
-      forward(server, client).then(close),
+      forward(client, server, pipe, true).then(close),
+      forward(server, client, pipe, false).then(close),
     ]).finally(() => pipes.delete(pipe));
   }
 
@@ -142,4 +155,13 @@ export function startProxy(
 interface Pipe {
   close(): void;
   done: Promise<unknown>;
+  /** The client sent PSYNC/SYNC: a replica's replication link. */
+  replication: boolean;
+}
+
+const SYNC = /(^|\r\n)(\*\d+\r\n\$\d+\r\n)?P?SYNC(\r\n| )/i;
+
+/** True when a client's chunk carries a `PSYNC` or `SYNC` command (RESP or inline). */
+function isSync(chunk: Uint8Array): boolean {
+  return SYNC.test(new TextDecoder().decode(chunk));
 }

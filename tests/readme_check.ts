@@ -1,8 +1,8 @@
 /**
- * Type-check every `ts` code block of README.md as the module a user would write from it, with
- * `@kvid/core` and `jsr:@kvid/core` (and their sub-exports) resolved to this checkout. Blocks
- * marked `ts ignore` are skipped: they need a package this machine cannot reach (`jsr:@db/redis`).
- * (No triple backticks in this comment: `deno test --doc` would run them as a code block.)
+ * Type-check every TypeScript block of README.md (fenced as `ts`) as the module a user would
+ * write from it, with `@kvid/core` and `jsr:@kvid/core` (and their sub-exports) resolved to this
+ * checkout. Blocks fenced as `ts ignore` are skipped: they need a package CI cannot reach
+ * (`jsr:@db/redis`).
  *
  * Run by `deno task check`: `deno run -A tests/readme_check.ts`. Each block becomes a file named
  * after its first README line, so an error points at the README.

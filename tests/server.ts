@@ -32,6 +32,11 @@ export interface ServerOptions {
    * removed by default). The directory path is available as `dataDir`.
    */
   keepData?: boolean;
+  /**
+   * Commands the server does not offer (renamed away, as some managed Redis do with `EVAL` and
+   * `EVALSHA`): calling one gets `unknown command`.
+   */
+  disable?: string[];
 }
 
 /** Options for {@linkcode TestServer.stop}. */
@@ -279,6 +284,7 @@ class LocalServer implements TestServer {
       ];
       if (persistence === "aof") args.push("--appendfsync", "always");
       if (password !== undefined) args.push("--requirepass", password);
+      for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
       return { bin: "redis-server", args };
     }
     const lines = [
@@ -291,6 +297,7 @@ class LocalServer implements TestServer {
     ];
     if (persistence === "aof") lines.push("rocksdb.write_options.sync yes");
     if (password !== undefined) lines.push(`requirepass ${password}`);
+    for (const name of this.#options.disable ?? []) lines.push(`rename-command ${name} ""`);
     const conf = `${this.dataDir}/kvrocks.conf`;
     await Deno.writeTextFile(conf, lines.join("\n") + "\n");
     return { bin: "kvrocks", args: ["-c", conf] };
@@ -387,6 +394,27 @@ class LocalServer implements TestServer {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+/**
+ * Start a server without scripting (`EVAL` and `EVALSHA` renamed away, as some managed Redis
+ * do). Undefined when that cannot be had: an external server ($KVID_TEST_URL), or one that
+ * still runs scripts.
+ */
+export async function startNoScriptingServer(): Promise<TestServer | undefined> {
+  let server: TestServer;
+  try {
+    server = await startServer({ disable: ["EVAL", "EVALSHA"] });
+  } catch {
+    return undefined; // a server that does not take the setting
+  }
+  try {
+    await command(server.url, "EVAL", "return 1", "0");
+  } catch {
+    return server;
+  }
+  await server.stop();
+  return undefined;
 }
 
 /**

@@ -266,3 +266,28 @@ Deno.test({
     }
   },
 });
+
+Deno.test("rollbackMargin near 2^63-1: overflow, and the counter stays a valid integer", async (t) => {
+  await using server = await startServer({ persistence: "none" });
+  const MAX = 2n ** 63n - 1n;
+  for (const kind of CLIENTS) {
+    await t.step(kind, async () => {
+      await using client = await openClient(kind, server.url);
+      const name = `edge-${kind}`;
+      const fixed = { redis: client.redis, bigint: true, minStep: 8, maxStep: 8, prefetchAt: 0 };
+      await command(server.url, "HSET", "kvid", name, String(MAX - 40n));
+      await using id = new KvId(name, { ...fixed, rollbackMargin: 777 });
+      for (let i = 0; i < 8; i++) await id.next();
+      assert.equal(id.high, MAX - 32n);
+      await command(server.url, "HSET", "kvid", name, "3"); // the server lost writes
+      await rejectsWith(id.next(), "overflow");
+      const stored = BigInt(await hget(server, name) as string);
+      assert.ok(stored <= MAX && stored >= MAX - 32n, `counter ${stored}`);
+      // Every client can still read and increment the counter.
+      await using other = new KvId(name, { ...fixed, rollbackMargin: 0 });
+      await rejectsWith(other.next(), "overflow");
+      await command(server.url, "HINCRBY", "kvid", name, "0");
+      assert.equal(await hget(server, name), String(stored));
+    });
+  }
+});

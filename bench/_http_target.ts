@@ -1,0 +1,30 @@
+/**
+ * A comparison target of `service_bench.ts`, in its own process: `hello` (a bare `Deno.serve`
+ * hello-world) or `incr <redis-url>` (one `INCR` per request, what a hand-written ID service
+ * does). Prints `listening <port>` on stdout.
+ *
+ *     deno run -A bench/_http_target.ts hello
+ *
+ * @module
+ */
+
+import { createClient } from "redis";
+
+const [mode, url] = Deno.args;
+let handler: (req: Request) => Response | Promise<Response>;
+if (mode === "hello") {
+  handler = () => new Response("hello\n");
+} else if (mode === "incr" && url) {
+  const client = createClient({ url });
+  client.on("error", () => {});
+  await client.connect();
+  handler = async () => new Response(`${await client.incr("kvid-bench:incr-service")}\n`);
+} else {
+  console.error("usage: _http_target.ts hello | incr <redis-url>");
+  Deno.exit(2);
+}
+Deno.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  onListen: ({ port }) => console.log(`listening ${port}`),
+}, handler);

@@ -1,0 +1,206 @@
+/**
+ * The ID service over HTTP (src/server.ts): requests/s and p50/p99 latency at 50 connections
+ * with `npm:autocannon`, in one run against
+ *
+ * - a bare `Deno.serve` hello-world (the ceiling of an HTTP service on this machine),
+ * - the service, `POST /v1/ids/{name}` with `count=1` and with `count=100` (Redis, token auth),
+ * - an INCR-per-request service (one Redis round trip per ID, what one writes by hand).
+ *
+ * Each server runs in its own process; the load generator runs in this one, on the same
+ * machine, so every figure is of a machine shared by both sides (and here by other work: the
+ * load average is recorded with every figure). Leaf's published figure, for scale: ~50,000
+ * QPS on a 4-core machine (its segment mode, Meituan's 2017 article).
+ *
+ *     deno bench -A bench/service_bench.ts
+ *     KVID_SERVICE_BENCH_SECONDS=10 deno bench -A bench/service_bench.ts
+ *
+ * @module
+ */
+
+import autocannon from "autocannon";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { createHandler } from "../src/server.ts";
+import { startServeProcess } from "../tests/service.ts";
+import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
+
+const CONNECTIONS = 50;
+const SECONDS = Number(Deno.env.get("KVID_SERVICE_BENCH_SECONDS") ?? "5");
+const TOKEN = "bench-token-0123456789abcdef";
+const GROUP = `HTTP service, ${CONNECTIONS} connections, ${SECONDS} s each (autocannon)`;
+
+interface Run {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+async function load(
+  url: string,
+  init: { method?: string; headers?: Record<string, string> } = {},
+  seconds = SECONDS,
+): Promise<Run> {
+  const r = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: (init.method ?? "GET") as "GET",
+    headers: init.headers,
+  });
+  return {
+    requestsPerSecond: r.requests.average,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  };
+}
+
+function loadAverage(): string {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "n/a";
+  }
+}
+
+async function target(args: string[]): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_http_target.ts", import.meta.url).pathname, ...args],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const out = lines(child.stdout);
+  let port: string | undefined;
+  for (let r = await out.next(); !r.done; r = await out.next()) {
+    const m = /^listening (\d+)$/.exec(r.value);
+    if (m) {
+      port = m[1];
+      break;
+    }
+  }
+  if (port === undefined) throw new Error(`_http_target.ts ${args[0]} did not start`);
+  (async () => {
+    for (let r = await out.next(); !r.done; r = await out.next());
+  })();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
+}
+
+const ROUNDS = Number(Deno.env.get("KVID_SERVICE_BENCH_ROUNDS") ?? "3");
+
+function median(values: number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+const server = await benchServer();
+let ran = false;
+
+Deno.bench({
+  name:
+    `hello-world, ID service count=1 and count=100, INCR per request: ${ROUNDS} rounds (figures printed; the time is not a result)`,
+  group: GROUP,
+  n: 1,
+  warmup: 0,
+  async fn() {
+    if (ran) return; // deno bench calls it more than once even with n: 1: measure once
+    ran = true;
+    const hello = await target(["hello"]);
+    const incr = await target(["incr", server.url]);
+    await using service = await startServeProcess({
+      KVID_REDIS_URL: server.url,
+      KVID_TOKENS: `${TOKEN}:*`,
+      KVID_AUTH: "",
+    });
+    try {
+      const auth = { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } };
+      const name = `bench-${Date.now().toString(36)}`;
+      const scenarios: [string, string, typeof auth | undefined][] = [
+        ["bare Deno.serve hello-world", hello.url, undefined],
+        ["ID service count=1", `${service.url}/v1/ids/${name}`, auth],
+        ["ID service count=100", `${service.url}/v1/ids/${name}?count=100`, auth],
+        ["INCR per request", incr.url, undefined],
+      ];
+      // Warm-up (JIT, connections, the generator's step), then rounds that interleave the
+      // scenarios so a change of the machine's load hits all of them alike.
+      for (const [, url, init] of scenarios) await load(url, init, 1);
+      const runs = new Map<string, (Run & { commands: number; load: string })[]>();
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [label, url, init] of scenarios) {
+          const before = loadAverage();
+          const calls = await commandCalls(server.url);
+          const r = await load(url, init);
+          const commands = commandDelta(calls, await commandCalls(server.url));
+          runs.set(label, [...(runs.get(label) ?? []), {
+            ...r,
+            commands,
+            load: `${before} / ${loadAverage()}`,
+          }]);
+        }
+      }
+      const rps = new Map<string, number>();
+      for (const [label, list] of runs) {
+        const m = median(list.map((r) => r.requestsPerSecond));
+        rps.set(label, m);
+        metric("service", label, {
+          "req/s (median)": Math.round(m),
+          "req/s (each round)": list.map((r) => Math.round(r.requestsPerSecond)).join(" "),
+          "p50 ms (median)": median(list.map((r) => r.p50Ms)),
+          "p99 ms (median)": median(list.map((r) => r.p99Ms)),
+          "Redis commands per 1,000 requests": Math.round(
+            list.reduce((n, r) => n + r.commands, 0) /
+              list.reduce((n, r) => n + r.requestsPerSecond * SECONDS, 0) * 1000 * 10,
+          ) / 10,
+          "non-2xx": list.reduce((n, r) => n + r.non2xx, 0),
+          errors: list.reduce((n, r) => n + r.errors, 0),
+          "load avg 1/5/15 min, before / after each round": list.map((r) => r.load).join("; "),
+        });
+      }
+      const base = rps.get("bare Deno.serve hello-world")!;
+      const one = rps.get("ID service count=1")!;
+      const perIncr = rps.get("INCR per request")!;
+      metric("service", "targets", {
+        "count=1 / hello-world": Math.round((one / base) * 1000) / 1000,
+        "within 20% of hello-world": one >= 0.8 * base,
+        "count=1 / INCR per request": Math.round((one / perIncr) * 1000) / 1000,
+        "ahead of INCR per request": one > perIncr,
+        "IDs/s at count=100": Math.round(rps.get("ID service count=100")! * 100),
+        "Leaf (published, 4 cores)": "~50,000 QPS",
+      });
+      service.child.kill("SIGTERM");
+      await service.status;
+    } finally {
+      await hello.stop();
+      await incr.stop();
+    }
+  },
+});
+
+// The handler's own cost, without HTTP or the network: what the ID part adds per request.
+const HANDLER = "handler only, in process (no HTTP, no network)";
+const kv = new DenoKvStore(":memory:");
+const handler = createHandler({ store: kv, tokens: `${TOKEN}:*`, log: () => {} });
+const idRequest = (count: number) =>
+  new Request(`http://127.0.0.1/v1/ids/handler-bench?count=${count}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+const hello = (_req: Request) => new Response("hello\n");
+await (await handler.fetch(idRequest(10_000))).text(); // warm: the step grows past a few IDs
+
+Deno.bench("hello-world handler (baseline)", { group: HANDLER, baseline: true }, async () => {
+  await hello(idRequest(1)).text();
+});
+Deno.bench("ID service handler, count=1", { group: HANDLER }, async () => {
+  await (await handler.fetch(idRequest(1))).text();
+});
+Deno.bench("ID service handler, count=100", { group: HANDLER }, async () => {
+  await (await handler.fetch(idRequest(100))).text();
+});

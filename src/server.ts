@@ -1,0 +1,742 @@
+/**
+ * The ID service: IDs over HTTP for any language, on the same engine as `KvId` and `DailyId`.
+ *
+ * Run it with `deno serve` (configured from the environment, see {@linkcode optionsFromEnv}):
+ *
+ * ```sh
+ * KVID_TOKENS="$(openssl rand -hex 24):*" deno serve -A --unstable-kv jsr:@kvid/core/server
+ * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
+ * ```
+ *
+ * or embed it in an app with {@linkcode createHandler}.
+ *
+ * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
+ * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
+ * (Prometheus), `GET /` (status page, signed in through a form that sets a session cookie).
+ *
+ * @module
+ */
+
+import { fromNodeRedis, type NodeRedisLike } from "./adapters.ts";
+import { type DenoKvSource, DenoKvStore } from "./deno_kv_store.ts";
+import { KvIdError } from "./errors.ts";
+import {
+  type RedisClient,
+  type RedisSource,
+  RedisStore,
+  type Reservation,
+  type ReserveOptions,
+  resolveRedis,
+  type Store,
+} from "./redis_store.ts";
+import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
+import { type Entry, Generators, type Kind } from "./server/generators.ts";
+import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
+import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
+import { errorResponse } from "./server/respond.ts";
+
+// Re-exported so this entry point documents itself (the same types as from "@kvid/core").
+export type { RedisClient, RedisSource, Reservation, ReserveOptions, Store };
+export type { IdRange } from "./segment_buffer.ts";
+
+/**
+ * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
+ *
+ * @example Deno KV in memory, two tokens
+ * ```ts
+ * import { createHandler, type ServiceOptions } from "@kvid/core/server";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
+ *
+ * using store = new DenoKvStore(":memory:");
+ * const options: ServiceOptions = {
+ *   store,
+ *   tokens: "orders-secret-0123456789:order|invoice,admin-secret-0123456789:*",
+ *   log: () => {},
+ * };
+ * await using service = createHandler(options);
+ * const res = await service.fetch(new Request("http://localhost/v1/ids/user", {
+ *   method: "POST",
+ *   headers: { authorization: "Bearer orders-secret-0123456789" },
+ * }));
+ * assert.ok(res.status === 403); // "user" is outside that token's names
+ * await res.body?.cancel();
+ * ```
+ */
+export interface ServiceOptions {
+  /** A Redis client (or a factory of it), e.g. `fromNodeRedis(client)`. Or give `store`. */
+  redis?: RedisSource;
+  /** Any store instead of `redis`, e.g. a `DenoKvStore`. */
+  store?: Store;
+  /**
+   * Answers when the store answers, rejects (or takes over a second) when not: `GET /readyz`.
+   * Default: `PING` with `redis`; with `store`, whether no generator's last reservation failed.
+   */
+  ready?: () => Promise<unknown>;
+  /** How the store is named on the status page and in the log. Default `"redis"` or `"store"`. */
+  storeLabel?: string;
+  /**
+   * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token
+   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`.
+   */
+  tokens?: string;
+  /** `"none"`: no token needed by anyone (logged loudly). Default `"token"`. */
+  auth?: "token" | "none";
+  /** The IANA time zone of `/v1/daily` serials. Default `"UTC"`. */
+  timeZone?: string;
+  /** At most this many live generators (a new name past it answers 429). Default 1,000. */
+  maxGenerators?: number;
+  /** A generator unused this long (ms) may be closed to make room for a new name. Default 60,000. */
+  idleMs?: number;
+  /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
+  timeout?: number;
+  /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
+  log?: (line: string) => void;
+}
+
+/**
+ * The service made by {@linkcode createHandler}: a `fetch` handler and a graceful `close`.
+ *
+ * @example Serve it, then stop it
+ * ```ts
+ * import { createHandler, type IdService } from "@kvid/core/server";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
+ *
+ * using store = new DenoKvStore(":memory:");
+ * const service: IdService = createHandler({ store, auth: "none", log: () => {} });
+ * const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, service.fetch);
+ * const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/ids/order?count=3`);
+ * assert.ok((await res.text()) === "1\n2\n3\n");
+ * await server.shutdown(); // stop accepting, answer in-flight requests
+ * await service.close(); // then close the generators
+ * ```
+ */
+export interface IdService extends AsyncDisposable {
+  /** Answer one request. */
+  fetch(req: Request): Promise<Response>;
+  /**
+   * Stop: later requests answer 503; waits for requests in flight, then closes the generators.
+   * A client or store given in the options stays the caller's to close.
+   */
+  close(): Promise<void>;
+}
+
+/** Most IDs one request may ask for. */
+export const MAX_COUNT = 10_000;
+const MAX_URL_LENGTH = 16_384;
+const MAX_BODY_BYTES = 65_536;
+const MAX_FORM_BYTES = 4_096;
+const READY_TIMEOUT_MS = 1_000;
+const TEXT_TYPE = "text/plain; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
+const ID_METHODS = "GET, POST";
+const RETRY: ReadonlySet<string> = new Set(["timeout", "connection", "conflict", "closed"]);
+
+/**
+ * Make the ID service as a `fetch` handler, for `Deno.serve` or any framework that speaks
+ * `Request`/`Response`. Throws a TypeError on bad options, and without `tokens` unless
+ * `auth: "none"`.
+ *
+ * @example Embedded under an existing app's routes
+ * ```ts
+ * import { createHandler } from "@kvid/core/server";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
+ *
+ * using store = new DenoKvStore(":memory:");
+ * await using ids = createHandler({ store, tokens: "app-secret-0123456789:*", log: () => {} });
+ * const app = (req: Request) =>
+ *   new URL(req.url).pathname.startsWith("/v1/") ? ids.fetch(req) : new Response("app");
+ * const res = await app(new Request("http://localhost/v1/ids/order?count=2", {
+ *   method: "POST",
+ *   headers: { authorization: "Bearer app-secret-0123456789", accept: "application/json" },
+ * }));
+ * assert.deepEqual(await res.json(), { name: "order", ids: ["1", "2"] });
+ * ```
+ *
+ * @param options See {@linkcode ServiceOptions}.
+ * @returns The service.
+ */
+export function createHandler(options: ServiceOptions): IdService {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError("createHandler() takes an options object");
+  }
+  const log = options.log ?? ((line: string) => console.error(line));
+  if ((options.redis === undefined) === (options.store === undefined)) {
+    throw new TypeError("createHandler() needs exactly one of the options redis and store");
+  }
+  const store = options.store ?? new RedisStore(options.redis!);
+  let auth: TokenAuth | undefined;
+  if (options.auth === "none") {
+    if (options.tokens !== undefined) {
+      throw new TypeError('createHandler(): auth "none" and tokens exclude each other');
+    }
+    log(
+      "kvid service: WARNING: authentication is OFF (KVID_AUTH=none): anyone who can reach " +
+        "this service gets IDs and sees its status",
+    );
+  } else if (options.auth === undefined || options.auth === "token") {
+    if (options.tokens === undefined) {
+      throw new TypeError(
+        'kvid service: no tokens (KVID_TOKENS): refusing to start; set auth "none" ' +
+          "(KVID_AUTH=none) to run it open on purpose",
+      );
+    }
+    auth = new TokenAuth(parseTokens(options.tokens));
+  } else {
+    throw new TypeError(`createHandler(): option auth must be "token" or "none"`);
+  }
+  const timeZone = options.timeZone ?? "UTC";
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone });
+  } catch {
+    throw new RangeError(`kvid service: unknown time zone ${JSON.stringify(timeZone)}`);
+  }
+  const positive = (what: string, v: number | undefined, d: number) => {
+    v ??= d;
+    if (!Number.isInteger(v) || v < 1) {
+      throw new RangeError(`kvid service: ${what} must be a positive integer, got ${v}`);
+    }
+    return v;
+  };
+  const generators = new Generators({
+    store,
+    max: positive("maxGenerators", options.maxGenerators, 1_000),
+    idleMs: positive("idleMs", options.idleMs, 60_000),
+    timeout: positive("timeout", options.timeout, 5_000),
+    timeZone,
+  });
+  const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
+  const redis = options.redis;
+  const readyProbe = options.ready ??
+    (redis !== undefined
+      ? async () => {
+        const client = await resolveRedis(redis);
+        if (client.sendCommand === undefined) throw new Error("no sendCommand to PING with");
+        await client.sendCommand("PING");
+      }
+      : () => {
+        for (const e of generators.entries()) {
+          if (e.snapshot(Date.now()).lastError !== null) throw new Error("the store fails");
+        }
+        return Promise.resolve();
+      });
+  const sessions = new Sessions();
+  const http: HttpCounters = { responses: new Map(), inFlight: 0 };
+  let closing: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
+
+  const ready = async (): Promise<boolean> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        readyProbe(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error("slow")), READY_TIMEOUT_MS);
+        }),
+      ]);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const scopeOf = (req: Request): Scope | undefined =>
+    auth === undefined ? "*" : auth.fromRequest(req);
+  const unauthorized = () =>
+    errorResponse(401, "unauthorized", "a valid token is required: Authorization: Bearer <token>", {
+      "www-authenticate": 'Bearer realm="kvid"',
+    });
+  const secure = (req: Request) =>
+    new URL(req.url).protocol === "https:" || req.headers.get("x-forwarded-proto") === "https";
+
+  async function ids(req: Request, query: string, kind: Kind, rest: string): Promise<Response> {
+    if (req.method !== "GET" && req.method !== "POST") {
+      return errorResponse(405, "method_not_allowed", `use ${ID_METHODS}`, { allow: ID_METHODS });
+    }
+    const scope = scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    let name: string;
+    try {
+      if (rest.includes("/")) throw new URIError("a slash");
+      name = decodeURIComponent(rest);
+    } catch {
+      return errorResponse(
+        400,
+        "bad_name",
+        "the name is not valid percent-encoded UTF-8 in one path segment",
+      );
+    }
+    if (name === "." || name === "..") {
+      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
+      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
+    }
+    if (!inScope(scope, name)) {
+      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
+    }
+    const counts = query === "" ? [] : new URLSearchParams(query).getAll("count");
+    let count = 1;
+    if (counts.length > 0) {
+      count = counts.length === 1 && /^[0-9]{1,6}$/.test(counts[0]) ? Number(counts[0]) : 0;
+      if (!(count >= 1 && count <= MAX_COUNT)) {
+        return errorResponse(400, "bad_count", `count must be an integer from 1 to ${MAX_COUNT}`);
+      }
+    }
+    const now = Date.now();
+    let entry: Entry | undefined;
+    try {
+      entry = generators.get(kind, name, now);
+    } catch (err) {
+      const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
+      return errorResponse(400, "bad_name", `bad name: ${why}`);
+    }
+    if (entry === undefined) {
+      return errorResponse(
+        429,
+        "too_many_generators",
+        "too many live generators: try again later",
+        { "retry-after": "10" },
+      );
+    }
+    entry.pending++;
+    let list: (number | bigint | string)[];
+    try {
+      list = await entry.gen.nextBatch(count);
+    } catch (err) {
+      return failure(err, entry);
+    } finally {
+      entry.pending--;
+    }
+    entry.issued += count;
+    const done = Date.now();
+    entry.rates.add(count, done);
+    generators.rates.add(count, done);
+    const json = (req.headers.get("accept") ?? "").includes("application/json");
+    let body = "";
+    if (json) {
+      body = JSON.stringify({ name, ids: list.map(String) }) + "\n";
+    } else {
+      for (const id of list) body += `${id}\n`;
+    }
+    // Headers set one by one: several times faster than a headers init in Deno 2.
+    const res = new Response(body);
+    res.headers.set("content-type", json ? JSON_TYPE : TEXT_TYPE);
+    res.headers.set("cache-control", "no-store");
+    return res;
+  }
+
+  function failure(err: unknown, entry: Entry): Response {
+    if (err instanceof KvIdError && RETRY.has(err.code)) {
+      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
+        "retry-after": "1",
+      });
+    }
+    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
+      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
+      generators.drop(entry);
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
+    if (err instanceof KvIdError && err.code === "overflow" && entry.kind === "daily") {
+      const ends = (entry.gen as unknown as { stats(): { dayEndsAt?: number } }).stats()
+        .dayEndsAt;
+      const wait = ends === undefined ? 60 : Math.max(1, Math.ceil((ends - Date.now()) / 1000));
+      return errorResponse(503, "unavailable", "today's serials are used up", {
+        "retry-after": String(wait),
+      });
+    }
+    log(
+      `kvid service: ${entry.kind} ${JSON.stringify(entry.name.slice(0, 100))} failed: ${
+        err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+      }`,
+    );
+    return errorResponse(500, "internal", "the ID could not be made; see the service log");
+  }
+
+  async function page(req: Request, path: string): Promise<Response> {
+    const html = (status: number, body: string, headers: Record<string, string> = {}) =>
+      new Response(body, {
+        status,
+        headers: {
+          "content-type": "text/html; charset=utf-8",
+          "cache-control": "no-store",
+          "content-security-policy": PAGE_CSP,
+          "x-frame-options": "DENY",
+          "referrer-policy": "same-origin", // "no-referrer" makes form posts send Origin: null
+          ...headers,
+        },
+      });
+    if (path === "/login" || path === "/logout") {
+      if (req.method !== "POST") {
+        return errorResponse(405, "method_not_allowed", "use POST", { allow: "POST" });
+      }
+      if (!sameOrigin(req)) {
+        // Another site's form posting here (login CSRF): browsers send its Origin.
+        return errorResponse(403, "forbidden", "the form was posted from another site");
+      }
+      if (path === "/logout") {
+        return html(303, "", { location: "/", "set-cookie": sessions.close(req, secure(req)) });
+      }
+      const form = await readLimited(req, MAX_FORM_BYTES);
+      if (form === undefined) {
+        return errorResponse(429, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
+      }
+      const token = new URLSearchParams(form).get("token") ?? "";
+      const scope = auth === undefined ? "*" : auth.check(token);
+      if (scope === undefined) return html(401, loginPage(true));
+      return html(303, "", { location: "/", "set-cookie": sessions.open(scope, secure(req)) });
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
+    }
+    const scope = auth === undefined ? "*" : sessions.fromRequest(req);
+    if (scope === undefined) return html(200, loginPage(false));
+    const now = Date.now();
+    const all = [...generators.entries()];
+    const rows = all.filter((e) => inScope(scope, e.name)).map((e) => e.snapshot(now))
+      .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.kind < b.kind ? -1 : 1);
+    return html(
+      200,
+      statusPage(rows, generators.rates.series(now), {
+        store: storeLabel,
+        ready: await ready(),
+        nowMs: now,
+        hidden: all.length - rows.length,
+      }),
+    );
+  }
+
+  async function route(req: Request): Promise<Response> {
+    if (req.url.length > MAX_URL_LENGTH) {
+      return errorResponse(429, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
+    }
+    const length = req.headers.get("content-length");
+    if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {
+      return errorResponse(429, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
+    }
+    // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
+    // ID does, and would resolve dot segments of a name.
+    const raw = req.url;
+    const start = raw.indexOf("/", raw.indexOf("//") + 2);
+    let end = raw.indexOf("#", start);
+    if (end < 0) end = raw.length;
+    const q = raw.indexOf("?", start);
+    const path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
+    if (path.startsWith("/v1/ids/") && path.length > 8) {
+      return await ids(req, query, "ids", path.slice(8));
+    }
+    if (path.startsWith("/v1/daily/") && path.length > 10) {
+      return await ids(req, query, "daily", path.slice(10));
+    }
+    if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
+      }
+      if (path === "/healthz") return text(200, "ok\n");
+      if (path === "/readyz") {
+        return await ready()
+          ? text(200, "ready\n")
+          : text(503, "not ready: the store does not answer\n", {
+            "retry-after": "1",
+          });
+      }
+      if (scopeOf(req) === undefined) return unauthorized();
+      return text(200, renderMetrics([...generators.entries()], http, Date.now()), {
+        "content-type": "text/plain; version=0.0.4; charset=utf-8",
+      });
+    }
+    if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);
+    return errorResponse(404, "not_found", "no such endpoint");
+  }
+
+  async function fetch(req: Request): Promise<Response> {
+    if (closing !== undefined) {
+      return errorResponse(503, "shutting_down", "the service is shutting down", {
+        "retry-after": "1",
+        connection: "close",
+      });
+    }
+    http.inFlight++;
+    let res: Response;
+    try {
+      res = await route(req);
+    } catch (err) {
+      log(
+        `kvid service: unexpected ${err instanceof Error ? err.name : "error"} answering a request`,
+      );
+      res = errorResponse(500, "internal", "internal error; see the service log");
+    } finally {
+      if (--http.inFlight === 0) drained?.();
+    }
+    http.responses.set(res.status, (http.responses.get(res.status) ?? 0) + 1);
+    return res;
+  }
+
+  function close(): Promise<void> {
+    closing ??= (async () => {
+      if (http.inFlight > 0) await new Promise<void>((resolve) => drained = resolve);
+      await generators.close();
+    })();
+    return closing;
+  }
+
+  log(
+    `kvid service: store ${storeLabel}, ${
+      auth === undefined ? "NO AUTH" : "token auth"
+    }, daily serials in ${timeZone}`,
+  );
+  return { fetch, close, [Symbol.asyncDispose]: close };
+}
+
+/**
+ * False when a browser says the request comes from another site. By host, not scheme: behind a
+ * TLS-terminating proxy the page is https while the request reaching us is http.
+ */
+function sameOrigin(req: Request): boolean {
+  const origin = req.headers.get("origin");
+  if (origin === null) return true; // not a browser, or a same-origin GET-like navigation
+  try {
+    return new URL(origin).host === (req.headers.get("host") ?? new URL(req.url).host);
+  } catch {
+    return false; // "null" (sandboxed frames, privacy redirects) and garbage
+  }
+}
+
+/** The body as text, or undefined (and the rest cancelled) past `max` bytes, chunked or not. */
+async function readLimited(req: Request, max: number): Promise<string | undefined> {
+  if (req.body === null) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+function text(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "no-store",
+      ...headers,
+    },
+  });
+}
+
+/** What {@linkcode optionsFromEnv} makes: the options and the store's resources to close. */
+export interface EnvConfig {
+  /** The options for {@linkcode createHandler}. */
+  options: ServiceOptions;
+  /** Close the Redis client or Deno KV database opened from the environment. */
+  close(): Promise<void>;
+}
+
+/**
+ * Read the service's configuration from environment variables:
+ *
+ * - `KVID_REDIS_URL`: a Redis/Kvrocks URL (`redis://[user:password@]host:port[/db]` or
+ *   `rediss://`), used with node-redis. Unset: Deno KV.
+ * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
+ * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
+ *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ *
+ * Nothing connects until the first request.
+ *
+ * @example Deno KV in memory, open on purpose
+ * ```ts
+ * import { createHandler, optionsFromEnv } from "@kvid/core/server";
+ * import assert from "node:assert/strict";
+ *
+ * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
+ * const config = optionsFromEnv((name) => env.get(name));
+ * await using service = createHandler({ ...config.options, log: () => {} });
+ * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket"));
+ * assert.match(await res.text(), /^\d{8}000001\n$/);
+ * await service.close();
+ * await config.close();
+ * ```
+ *
+ * @param get Reads one variable; default `Deno.env.get`.
+ * @returns The options and a `close` for what they opened.
+ */
+export function optionsFromEnv(
+  get: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): EnvConfig {
+  const int = (name: string): number | undefined => {
+    const v = get(name);
+    if (v === undefined || v === "") return undefined;
+    if (!/^[0-9]+$/.test(v)) throw new TypeError(`${name} must be a positive integer, got ${v}`);
+    return Number(v);
+  };
+  const authVar = get("KVID_AUTH");
+  if (authVar !== undefined && authVar !== "" && authVar !== "none" && authVar !== "token") {
+    throw new TypeError(`KVID_AUTH must be "none" or "token", got ${JSON.stringify(authVar)}`);
+  }
+  const base: ServiceOptions = {
+    tokens: get("KVID_TOKENS") || undefined,
+    auth: authVar === "none" ? "none" : "token",
+    timeZone: get("KVID_TIME_ZONE") || undefined,
+    maxGenerators: int("KVID_MAX_GENERATORS"),
+    timeout: int("KVID_TIMEOUT_MS"),
+  };
+  const url = get("KVID_REDIS_URL");
+  if (url) {
+    const redis = connectNodeRedis(url, base.timeout ?? 5_000);
+    return {
+      options: { ...base, redis: redis.source, ready: redis.ping, storeLabel: redactUrl(url) },
+      close: redis.close,
+    };
+  }
+  const path = get("KVID_KV_PATH") || undefined;
+  let kv: Promise<Deno.Kv> | undefined;
+  const open: DenoKvSource = () => kv ??= Deno.openKv(path);
+  const store = new DenoKvStore(open);
+  return {
+    options: {
+      ...base,
+      store,
+      ready: async () => await (await open()).get(["kvid-ready"]),
+      storeLabel: `Deno KV${path === undefined ? "" : ` ${path}`}`,
+    },
+    // The store closes the database it opened through `open`.
+    close: () => Promise.resolve(store.close()),
+  };
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    throw new TypeError("KVID_REDIS_URL is not a URL");
+  }
+}
+
+type NodeRedisClient = {
+  isReady: boolean;
+  connect(): Promise<unknown>;
+  ping(): Promise<unknown>;
+  destroy(): void;
+  on(event: string, listener: (err: unknown) => void): unknown;
+};
+
+// node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
+// it (re)connects; the generators' timeout bounds how long a request waits for them.
+function connectNodeRedis(url: string, timeout: number) {
+  redactUrl(url);
+  let client: Promise<NodeRedisClient> | undefined;
+  let lastLogged = 0;
+  const open = () =>
+    client ??= import("redis").then(({ createClient }) => {
+      const c = createClient({
+        url,
+        socket: {
+          connectTimeout: Math.min(timeout, 5_000),
+          reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2_000),
+        },
+      }) as unknown as NodeRedisClient;
+      c.on("error", (err) => {
+        // Once every 10 s at most: a Redis outage must not flood the log.
+        if (Date.now() - lastLogged < 10_000) return;
+        lastLogged = Date.now();
+        console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
+      return c;
+    });
+  const source: RedisSource = async () => fromNodeRedis((await open()) as unknown as NodeRedisLike);
+  return {
+    source,
+    ping: async () => {
+      const c = await open();
+      if (!c.isReady) throw new Error("not connected");
+      await c.ping();
+    },
+    close: async () => {
+      if (client !== undefined) (await client).destroy();
+    },
+  };
+}
+
+let envService: { service: IdService; config: EnvConfig } | undefined;
+function fromEnv() {
+  if (envService === undefined) {
+    const config = optionsFromEnv();
+    envService = { service: createHandler(config.options), config };
+  }
+  return envService;
+}
+
+/** Stop on SIGTERM/SIGINT: answer what is in flight, close generators and client, exit 0. */
+function exitOnSignals(): void {
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    const { service, config } = fromEnv();
+    console.error("kvid service: stopping: answering requests in flight");
+    const force = setTimeout(() => {
+      console.error("kvid service: requests still in flight after 10 s: exiting anyway");
+      Deno.exit(0);
+    }, 10_000);
+    try {
+      await service.close();
+      await config.close();
+    } finally {
+      clearTimeout(force);
+    }
+    console.error("kvid service: stopped");
+    Deno.exit(0);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    try {
+      Deno.addSignalListener(signal, stop);
+    } catch {
+      // no signals here (Deno Deploy, Windows for SIGTERM)
+    }
+  }
+}
+
+if (import.meta.main) {
+  fromEnv(); // refuse to start now, not at the first request, when misconfigured
+  exitOnSignals();
+}
+
+/**
+ * The service for `deno serve`, configured from the environment ({@linkcode optionsFromEnv}).
+ *
+ * @example `deno serve -A --unstable-kv jsr:@kvid/core/server`
+ * ```ts
+ * import service from "@kvid/core/server";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(typeof service.fetch === "function");
+ * ```
+ */
+const server: Deno.ServeDefaultExport = {
+  fetch: (req) => fromEnv().service.fetch(req),
+  onListen: (addr) => {
+    const { hostname, port } = addr as Deno.NetAddr;
+    console.error(`kvid service: listening on http://${hostname}:${port}/`);
+  },
+};
+export default server;

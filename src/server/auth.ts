@@ -1,0 +1,137 @@
+/**
+ * Bearer tokens of the ID service (`KVID_TOKENS`) and the browser sessions of its status page.
+ *
+ * @module
+ */
+
+/** The names a token may ask IDs of: every name, or a set. */
+export type Scope = "*" | ReadonlySet<string>;
+
+/** Whether `scope` covers `name`. */
+export function inScope(scope: Scope, name: string): boolean {
+  return scope === "*" || scope.has(name);
+}
+
+const MAX_TOKEN_BYTES = 1024;
+
+/**
+ * Parse `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`. Throws a TypeError naming the
+ * position of a bad entry, never the token itself (it is a secret).
+ */
+export function parseTokens(spec: string): Map<string, Scope> {
+  const tokens = new Map<string, Scope>();
+  const entries = spec.split(",").map((e) => e.trim()).filter((e) => e !== "");
+  if (entries.length === 0) throw new TypeError("KVID_TOKENS has no token");
+  entries.forEach((entry, i) => {
+    const at = entry.lastIndexOf(":");
+    const token = at < 0 ? "" : entry.slice(0, at);
+    const names = at < 0 ? "" : entry.slice(at + 1);
+    if (token === "" || names === "") {
+      throw new TypeError(`KVID_TOKENS entry ${i + 1} is not <token>:<names>`);
+    }
+    if (token.length < 16) {
+      throw new TypeError(`KVID_TOKENS entry ${i + 1}: the token is shorter than 16 characters`);
+    }
+    if (token.length > MAX_TOKEN_BYTES || !/^[\x21-\x7e]+$/.test(token)) {
+      throw new TypeError(
+        `KVID_TOKENS entry ${i + 1}: a token is printable ASCII without spaces, at most ` +
+          `${MAX_TOKEN_BYTES} characters`,
+      );
+    }
+    if (tokens.has(token)) throw new TypeError(`KVID_TOKENS entry ${i + 1} repeats a token`);
+    tokens.set(token, names === "*" ? "*" : new Set(names.split("|").filter((n) => n !== "")));
+  });
+  return tokens;
+}
+
+/** Checks presented tokens against the configured ones in constant time. */
+export class TokenAuth {
+  readonly #tokens: { token: string; scope: Scope }[];
+
+  constructor(tokens: Map<string, Scope>) {
+    this.#tokens = [...tokens].map(([token, scope]) => ({ token, scope }));
+  }
+
+  /** The scope of `token`, or undefined when it matches none. */
+  check(token: string): Scope | undefined {
+    let found: Scope | undefined;
+    // Every configured token is compared over its whole length, match or not, so the time
+    // depends on neither where a guess differs nor which token it matched. Tokens are ASCII
+    // (checked by parseTokens), so UTF-16 code units are the bytes sent.
+    for (const { token: t, scope } of this.#tokens) {
+      let diff = token.length ^ t.length;
+      for (let i = 0; i < t.length; i++) diff |= t.charCodeAt(i) ^ (token.charCodeAt(i) | 0);
+      if (diff === 0) found = scope;
+    }
+    return found;
+  }
+
+  /** The scope of a request's `Authorization: Bearer <token>`, or undefined. */
+  fromRequest(req: Request): Scope | undefined {
+    const header = req.headers.get("authorization");
+    if (header === null || header.length > MAX_TOKEN_BYTES + 16) return undefined;
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    return m === null ? undefined : this.check(m[1]);
+  }
+}
+
+const SESSION_COOKIE = "kvid_session";
+const SESSION_MS = 12 * 3600_000;
+const MAX_SESSIONS = 1_000;
+
+/**
+ * Status-page sessions: a form posts the token once, the browser then holds only a random
+ * session id in an HttpOnly, SameSite=Strict cookie (Secure over https), so no token ever sits
+ * in a URL, the page, or script reach.
+ */
+export class Sessions {
+  readonly #sessions = new Map<string, { scope: Scope; expires: number }>();
+
+  /** Open a session for `scope`: the `Set-Cookie` value. */
+  open(scope: Scope, secure: boolean): string {
+    const bytes = crypto.getRandomValues(new Uint8Array(32));
+    const id = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
+      .replace(/=+$/, "");
+    if (this.#sessions.size >= MAX_SESSIONS) {
+      // Map order is insertion order: drop the oldest.
+      this.#sessions.delete(this.#sessions.keys().next().value!);
+    }
+    this.#sessions.set(id, { scope, expires: Date.now() + SESSION_MS });
+    return cookie(id, SESSION_MS / 1000, secure);
+  }
+
+  /** The scope of the request's session cookie, or undefined. */
+  fromRequest(req: Request): Scope | undefined {
+    const id = sessionId(req);
+    if (id === undefined) return undefined;
+    const session = this.#sessions.get(id);
+    if (session === undefined) return undefined;
+    if (!(Date.now() < session.expires)) {
+      this.#sessions.delete(id);
+      return undefined;
+    }
+    return session.scope;
+  }
+
+  /** End the request's session: the `Set-Cookie` value that clears it. */
+  close(req: Request, secure: boolean): string {
+    const id = sessionId(req);
+    if (id !== undefined) this.#sessions.delete(id);
+    return cookie("", 0, secure);
+  }
+}
+
+function sessionId(req: Request): string | undefined {
+  const header = req.headers.get("cookie");
+  if (header === null) return undefined;
+  for (const part of header.split(";")) {
+    const [k, v] = part.trim().split("=", 2);
+    if (k === SESSION_COOKIE && v !== undefined && /^[A-Za-z0-9_-]{43}$/.test(v)) return v;
+  }
+  return undefined;
+}
+
+function cookie(value: string, maxAge: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict` +
+    (secure ? "; Secure" : "");
+}

@@ -1,0 +1,219 @@
+/**
+ * The live generators of the ID service: one {@linkcode KvId} or {@linkcode DailyId} per name,
+ * created on first use, capped in number, measured through a timing wrapper of the store.
+ *
+ * @module
+ */
+
+import { DailyId } from "../daily.ts";
+import { KvId, type KvIdErrorSummary } from "../kvid.ts";
+import type { Store } from "../redis_store.ts";
+import { Histogram } from "./metrics.ts";
+import { RateRing } from "./rates.ts";
+
+/** The two kinds of endpoint. */
+export type Kind = "ids" | "daily";
+
+/** What the service knows of one generator, JSON-safe (no bigint, no Error). */
+export interface GeneratorSnapshot {
+  kind: Kind;
+  name: string;
+  /** IDs handed out by this service. */
+  issued: number;
+  reservations: number;
+  failures: number;
+  stalls: number;
+  rollbacks: number;
+  step: number;
+  remaining: number;
+  /** Mean IDs/s over the last 10 s. */
+  rate: number;
+  /** Epoch ms of the last successful reservation, or null. */
+  lastReservationAt: number | null;
+  lastReservationMs: number | null;
+  /** `code: message` of the last failed reservation (cleared by a success), or null. */
+  lastError: string | null;
+  /** DailyId only: the day being issued (`yyyymmdd`), or null. */
+  day: string | null;
+}
+
+/** Options of {@linkcode Generators}. */
+export interface GeneratorsOptions {
+  store: Store;
+  /** At most this many live generators; a new name past it is refused (HTTP 429). */
+  max: number;
+  /** A generator unused this long (ms) may be closed to make room for a new name. */
+  idleMs: number;
+  /** The generators' `timeout` option (ms). */
+  timeout: number;
+  /** The DailyId time zone. */
+  timeZone: string;
+}
+
+type Generator = {
+  nextBatch(count: number): Promise<(number | bigint | string)[]>;
+  close(): Promise<void>;
+  addEventListener(type: string, listener: () => void): void;
+};
+
+/** One live generator and its counters. */
+export class Entry {
+  readonly kind: Kind;
+  readonly name: string;
+  readonly gen: Generator;
+  readonly histogram: Histogram = new Histogram();
+  readonly rates: RateRing = new RateRing(11);
+  issued = 0;
+  reservations = 0;
+  failures = 0;
+  rollbacks = 0;
+  pending = 0;
+  lastUsed = 0;
+  lastReservationAt: number | null = null;
+  lastReservationMs: number | null = null;
+  // DailyId starts a new engine every day: stalls of past days are carried here.
+  #stallsBefore = 0;
+  #stallsSeen = 0;
+  #day: string | undefined;
+
+  constructor(kind: Kind, name: string, options: GeneratorsOptions) {
+    this.kind = kind;
+    this.name = name;
+    const inner = options.store;
+    const store: Store = {
+      reserve: async (key, field, count, reserveOptions) => {
+        const start = performance.now();
+        try {
+          const reservation = await inner.reserve(key, field, count, reserveOptions);
+          this.reservations++;
+          this.lastReservationAt = Date.now();
+          this.lastReservationMs = performance.now() - start;
+          return reservation;
+        } catch (err) {
+          this.failures++;
+          throw err;
+        } finally {
+          this.histogram.observe((performance.now() - start) / 1000);
+        }
+      },
+    };
+    // Throws a TypeError/RangeError on a bad name: the caller answers 400.
+    this.gen = kind === "ids"
+      ? new KvId(name, { store, bigint: true, timeout: options.timeout })
+      : new DailyId(name, {
+        store,
+        format: "string",
+        timeZone: options.timeZone,
+        timeout: options.timeout,
+      });
+    this.gen.addEventListener("rollback", () => this.rollbacks++);
+  }
+
+  /** The engine's own state, mapped to JSON-safe values. */
+  snapshot(nowMs: number): GeneratorSnapshot {
+    let step = 0, remaining = 0, stalls = 0, lastError: KvIdErrorSummary | undefined, day = null;
+    if (this.gen instanceof KvId) {
+      const s = (this.gen as KvId<bigint>).stats();
+      ({ step, remaining, stalls, lastError } = s);
+    } else {
+      const d = (this.gen as DailyId<string>).stats();
+      day = d.day ?? null;
+      if (d.day !== this.#day) {
+        this.#stallsBefore += this.#stallsSeen;
+        this.#stallsSeen = 0;
+        this.#day = d.day;
+      }
+      if (d.counter !== undefined) {
+        ({ step, remaining, lastError } = d.counter);
+        this.#stallsSeen = d.counter.stalls;
+      }
+      stalls = this.#stallsBefore + this.#stallsSeen;
+    }
+    return {
+      kind: this.kind,
+      name: this.name,
+      issued: this.issued,
+      reservations: this.reservations,
+      failures: this.failures,
+      stalls,
+      rollbacks: this.rollbacks,
+      step,
+      remaining,
+      rate: this.rates.rate(nowMs, 10),
+      lastReservationAt: this.lastReservationAt,
+      lastReservationMs: this.lastReservationMs,
+      lastError: lastError === undefined ? null : `${lastError.code}: ${lastError.message}`,
+      day,
+    };
+  }
+}
+
+/** The registry: at most `max` live generators, the least recently used idle one evicted. */
+export class Generators {
+  readonly #options: GeneratorsOptions;
+  // Insertion order is use order (an entry is moved to the end when used): the first is the
+  // least recently used.
+  readonly #entries = new Map<string, Entry>();
+  readonly #closing = new Set<Promise<void>>();
+  /** IDs/s of all generators over the last 5 minutes. */
+  readonly rates: RateRing = new RateRing(301);
+
+  constructor(options: GeneratorsOptions) {
+    this.#options = options;
+  }
+
+  /** How many are live. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Every live entry. */
+  entries(): IterableIterator<Entry> {
+    return this.#entries.values();
+  }
+
+  /**
+   * The entry of `name`, created when new; undefined when the cap is hit and none can be
+   * evicted. Throws on a name the engine refuses.
+   */
+  get(kind: Kind, name: string, nowMs: number): Entry | undefined {
+    const id = `${kind}:${name}`;
+    let entry = this.#entries.get(id);
+    if (entry !== undefined) {
+      this.#entries.delete(id);
+    } else {
+      if (this.#entries.size >= this.#options.max && !this.#evictOne(nowMs)) return undefined;
+      entry = new Entry(kind, name, this.#options);
+    }
+    this.#entries.set(id, entry);
+    entry.lastUsed = nowMs;
+    return entry;
+  }
+
+  /** Forget `entry` (a name the store refused) and close its generator. */
+  drop(entry: Entry): void {
+    const id = `${entry.kind}:${entry.name}`;
+    if (this.#entries.get(id) === entry) this.#entries.delete(id);
+    this.#track(entry.gen.close());
+  }
+
+  #evictOne(nowMs: number): boolean {
+    const [id, lru] = this.#entries.entries().next().value!;
+    if (lru.pending > 0 || !(nowMs - lru.lastUsed >= this.#options.idleMs)) return false;
+    this.#entries.delete(id);
+    this.#track(lru.gen.close());
+    return true;
+  }
+
+  #track(closing: Promise<void>): void {
+    const p = closing.catch(() => {}).finally(() => this.#closing.delete(p));
+    this.#closing.add(p);
+  }
+
+  /** Close every generator (each waits for its in-flight reservation). */
+  async close(): Promise<void> {
+    for (const entry of this.#entries.values()) this.#track(entry.gen.close());
+    this.#entries.clear();
+    await Promise.all(this.#closing);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The service's Prometheus text exposition (format 0.0.4).
+ *
+ * @module
+ */
+
+import type { Entry, GeneratorSnapshot } from "./generators.ts";
+
+/** Upper bounds of the reservation latency buckets, in seconds. */
+export const BUCKETS: readonly number[] = [
+  0.0005,
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+];
+
+/** A cumulative histogram of durations in seconds. */
+export class Histogram {
+  readonly counts: number[] = BUCKETS.map(() => 0);
+  count = 0;
+  sum = 0;
+
+  /** Record one duration. */
+  observe(seconds: number): void {
+    this.count++;
+    this.sum += seconds;
+    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]) this.counts[i]++;
+  }
+}
+
+/** Process-wide HTTP counters rendered beside the generators. */
+export interface HttpCounters {
+  /** Responses by status code. */
+  responses: Map<number, number>;
+  inFlight: number;
+}
+
+type Series = { help: string; type: "counter" | "gauge"; value: (s: GeneratorSnapshot) => number };
+
+const SERIES: Record<string, Series> = {
+  kvid_ids_issued_total: { help: "IDs handed out", type: "counter", value: (s) => s.issued },
+  kvid_reservations_total: {
+    help: "Successful reservations (HINCRBY or KV commits)",
+    type: "counter",
+    value: (s) => s.reservations,
+  },
+  kvid_reservation_failures_total: {
+    help: "Reservations that failed or timed out",
+    type: "counter",
+    value: (s) => s.failures,
+  },
+  kvid_stalls_total: {
+    help: "Calls that found no ID buffered and waited for a reservation",
+    type: "counter",
+    value: (s) => s.stalls,
+  },
+  kvid_rollbacks_total: {
+    help: "Times the counter was found below IDs already reserved",
+    type: "counter",
+    value: (s) => s.rollbacks,
+  },
+  kvid_step: { help: "IDs the next reservation asks for", type: "gauge", value: (s) => s.step },
+  kvid_remaining: { help: "IDs buffered in memory", type: "gauge", value: (s) => s.remaining },
+};
+
+/** Escape a label value: backslash, double quote and newline. */
+export function escapeLabel(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+/** Render the metrics of `entries` and the HTTP counters. */
+export function renderMetrics(entries: Entry[], http: HttpCounters, nowMs: number): string {
+  const out: string[] = [];
+  const rows = entries.map((e) => ({
+    e,
+    s: e.snapshot(nowMs),
+    labels: `kind="${e.kind}",name="${escapeLabel(e.name)}"`,
+  }));
+  for (const [metric, { help, type, value }] of Object.entries(SERIES)) {
+    out.push(`# HELP ${metric} ${help}.`, `# TYPE ${metric} ${type}`);
+    for (const { s, labels } of rows) out.push(`${metric}{${labels}} ${value(s)}`);
+  }
+  const h = "kvid_reservation_duration_seconds";
+  out.push(`# HELP ${h} Reservation round-trip time.`, `# TYPE ${h} histogram`);
+  for (const { e, labels } of rows) {
+    BUCKETS.forEach((le, i) =>
+      out.push(`${h}_bucket{${labels},le="${le}"} ${e.histogram.counts[i]}`)
+    );
+    out.push(`${h}_bucket{${labels},le="+Inf"} ${e.histogram.count}`);
+    out.push(
+      `${h}_sum{${labels}} ${e.histogram.sum}`,
+      `${h}_count{${labels}} ${e.histogram.count}`,
+    );
+  }
+  out.push(
+    "# HELP kvid_generators Live generators.",
+    "# TYPE kvid_generators gauge",
+    `kvid_generators ${entries.length}`,
+    "# HELP kvid_http_requests_in_flight HTTP requests being answered.",
+    "# TYPE kvid_http_requests_in_flight gauge",
+    `kvid_http_requests_in_flight ${http.inFlight}`,
+    "# HELP kvid_http_responses_total HTTP responses by status code.",
+    "# TYPE kvid_http_responses_total counter",
+  );
+  for (const [code, n] of [...http.responses].sort((a, b) => a[0] - b[0])) {
+    out.push(`kvid_http_responses_total{code="${code}"} ${n}`);
+  }
+  return out.join("\n") + "\n";
+}

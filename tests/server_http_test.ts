@@ -1,0 +1,615 @@
+/**
+ * The ID service's HTTP contract (src/server.ts), against real Redis servers and Deno KV.
+ * (tests/server.ts is the Redis test harness; this file tests the service.)
+ */
+
+import assert from "node:assert/strict";
+import parsePrometheus from "parse-prometheus-text-format";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import type { ServiceOptions } from "../src/server.ts";
+import { createHandler } from "../src/server.ts";
+import { openClient } from "./clients.ts";
+import { startProxy } from "./proxy.ts";
+import { command, startServer } from "./server.ts";
+import { serveService, startServeProcess } from "./service.ts";
+
+const ALL = "test-token-all-0123456789";
+const ORDERS = "test-token-orders-012345";
+const TOKENS = `${ALL}:*,${ORDERS}:order|invoice`;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+async function call(
+  base: string,
+  path: string,
+  init: { method?: string; token?: string | null; accept?: string; headers?: HeadersInit } = {},
+): Promise<Answer> {
+  const headers = new Headers(init.headers);
+  const token = init.token === undefined ? ALL : init.token;
+  if (token !== null) headers.set("authorization", `Bearer ${token}`);
+  if (init.accept) headers.set("accept", init.accept);
+  const res = await fetch(base + path, { method: init.method ?? "POST", headers });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+function assertError(a: Answer, status: number, code: string): void {
+  assert.equal(a.status, status, a.body);
+  assert.match(a.headers.get("content-type") ?? "", /^application\/json/);
+  const body = JSON.parse(a.body);
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, "string");
+  assert.doesNotMatch(a.body, /\bat .*:\d+:\d+|Error:/, "a stack trace or error name leaked");
+}
+
+const ids = (a: Answer) => a.body.split("\n").slice(0, -1).map(BigInt);
+
+function assertIncreasingIds(list: bigint[]): void {
+  for (let i = 1; i < list.length; i++) {
+    assert.ok(list[i] > list[i - 1], `${list[i]} <= ${list[i - 1]}`);
+  }
+}
+
+function dayIn(timeZone: string, ms: number): string {
+  const p = new Intl.DateTimeFormat("en-CA", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  })
+    .format(ms);
+  return p.replace(/-/g, "");
+}
+
+/** Send one request as raw bytes (as no URL parser would) and read the whole reply. */
+async function rawRequest(base: string, requestLine: string): Promise<string> {
+  using conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(base).port) });
+  const head =
+    `${requestLine}\r\nHost: x\r\nAuthorization: Bearer ${ALL}\r\nConnection: close\r\n\r\n`;
+  await conn.write(new TextEncoder().encode(head));
+  let reply = "";
+  const buf = new Uint8Array(4096);
+  for (let n = await conn.read(buf); n !== null; n = await conn.read(buf)) {
+    reply += new TextDecoder().decode(buf.subarray(0, n));
+  }
+  return reply;
+}
+
+/** The contract steps every store must pass. */
+async function contract(
+  t: Deno.TestContext,
+  options: ServiceOptions,
+  setCounter: (name: string, value: bigint) => Promise<void>,
+): Promise<void> {
+  await using s = serveService({ ...options, tokens: TOKENS });
+  await t.step("one ID: text/plain, a newline, no-store; GET too", async () => {
+    const a = await call(s.url, "/v1/ids/order");
+    assert.equal(a.status, 200);
+    assert.match(a.body, /^[1-9][0-9]*\n$/);
+    assert.match(a.headers.get("content-type") ?? "", /^text\/plain/);
+    assert.equal(a.headers.get("cache-control"), "no-store");
+    const b = await call(s.url, "/v1/ids/order", { method: "GET" });
+    assert.equal(b.status, 200);
+    assert.ok(ids(b)[0] > ids(a)[0]);
+  });
+  await t.step("?count=N: N increasing IDs, one a line", async () => {
+    const a = await call(s.url, "/v1/ids/invoice?count=5");
+    assert.equal(a.status, 200);
+    assert.equal(ids(a).length, 5);
+    assertIncreasingIds(ids(a));
+    const big = await call(s.url, "/v1/ids/invoice?count=10000");
+    assert.equal(ids(big).length, 10_000);
+    assertIncreasingIds([...ids(a), ...ids(big)]);
+  });
+  await t.step("Accept: application/json: IDs as strings, exact above 2^53", async () => {
+    await setCounter("big", 2n ** 53n); // the next ID is 2^53+1, which a double cannot hold
+    const a = await call(s.url, "/v1/ids/big?count=3", { accept: "application/json" });
+    assert.equal(a.status, 200);
+    assert.match(a.headers.get("content-type") ?? "", /^application\/json/);
+    assert.equal(a.headers.get("cache-control"), "no-store");
+    assert.deepEqual(JSON.parse(a.body), {
+      name: "big",
+      ids: ["9007199254740993", "9007199254740994", "9007199254740995"],
+    });
+  });
+  await t.step("/v1/daily: yyyymmdd + 6-digit seq of the UTC day, text and JSON", async () => {
+    const before = Date.now();
+    const a = await call(s.url, "/v1/daily/order?count=2");
+    const b = await call(s.url, "/v1/daily/order", { accept: "application/json" });
+    const days = [dayIn("UTC", before), dayIn("UTC", Date.now())];
+    assert.equal(a.status, 200);
+    const lines = a.body.split("\n").slice(0, -1);
+    assert.equal(lines.length, 2);
+    for (const line of lines) {
+      assert.match(line, /^\d{14}$/);
+      assert.ok(days.includes(line.slice(0, 8)), `${line} is not dated ${days}`);
+    }
+    assert.equal(a.headers.get("cache-control"), "no-store");
+    const json = JSON.parse(b.body);
+    assert.equal(json.name, "order");
+    assert.equal(typeof json.ids[0], "string");
+    assert.ok(BigInt(json.ids[0]) > BigInt(lines[1]));
+  });
+  await t.step(
+    "a name of 4,096 UTF-8 bytes is a name (Redis; Deno KV keys stop at 2 KiB)",
+    async () => {
+      const a = await call(s.url, `/v1/ids/${"%C3%A9".repeat(2048)}`);
+      assert.equal(a.status, options.store === undefined ? 200 : 400, a.body);
+    },
+  );
+  await t.step("/healthz and /readyz answer 200 without a token", async () => {
+    const h = await call(s.url, "/healthz", { method: "GET", token: null });
+    assert.equal(h.status, 200);
+    assert.equal(h.body, "ok\n");
+    const r = await call(s.url, "/readyz", { method: "GET", token: null });
+    assert.equal(r.status, 200, r.body);
+  });
+}
+
+Deno.test("service contract on Redis (node-redis client)", async (t) => {
+  await using server = await startServer();
+  await using client = await openClient("node-redis", server.url);
+  await contract(t, { redis: client.redis }, async (name, value) => {
+    await command(server.url, "HSET", "kvid", name, String(value));
+  });
+});
+
+Deno.test("service contract on Deno KV", async (t) => {
+  using kv = await Deno.openKv(":memory:");
+  using store = new DenoKvStore(kv);
+  await contract(t, { store, ready: () => kv.get(["ready"]) }, async (name, value) => {
+    await kv.set(["kvid", name], new Deno.KvU64(value));
+  });
+});
+
+Deno.test("service: KVID_TIME_ZONE dates the daily serials", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS, timeZone: "Pacific/Kiritimati" });
+  const before = Date.now();
+  const a = await call(s.url, "/v1/daily/order");
+  const days = [dayIn("Pacific/Kiritimati", before), dayIn("Pacific/Kiritimati", Date.now())];
+  assert.ok(days.includes(a.body.slice(0, 8)), `${a.body} is not dated ${days}`);
+  assert.throws(
+    () => createHandler({ store, tokens: TOKENS, timeZone: "Mars/Olympus" }),
+    RangeError,
+  );
+});
+
+Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS });
+  await t.step(
+    "400 bad_name: a lone surrogate, bad escapes, a slash, over 4,096 bytes",
+    async () => {
+      for (
+        const path of [
+          "/v1/ids/%ED%A0%80", // U+D800 in (invalid) UTF-8
+          "/v1/ids/a%ED%B0%80b",
+          "/v1/daily/%ED%A0%80",
+          "/v1/ids/%",
+          "/v1/ids/%zz",
+          "/v1/ids/a/b",
+          `/v1/ids/${"n".repeat(4097)}`,
+          `/v1/ids/${"%C3%A9".repeat(2049)}`, // 4,098 bytes of é
+          `/v1/daily/${"n".repeat(4097)}`,
+        ]
+      ) {
+        assertError(await call(s.url, path), 400, "bad_name");
+      }
+      // "." and "..": URL parsers resolve them away (%2E too), so only a raw request carries them.
+      for (const name of [".", "..", "%2E", "%2e%2E"]) {
+        const reply = await rawRequest(s.url, `POST /v1/ids/${name} HTTP/1.1`);
+        assert.match(reply, /^HTTP\/1\.1 400 .*"bad_name"/s);
+      }
+      // Within KvId's 4,096 bytes but over Deno KV's 2 KiB keys: refused by the store, still 400.
+      assertError(await call(s.url, `/v1/ids/${"n".repeat(3000)}`), 400, "bad_name");
+      assert.ok(!s.logged.some((l) => l.includes("nnnnnnnnnn")), "a client mistake was logged");
+    },
+  );
+  await t.step(
+    "400 bad_count: 0, negative, non-integer, over 10,000, repeated, empty",
+    async () => {
+      for (
+        const q of [
+          "0",
+          "-1",
+          "1.5",
+          "1e3",
+          "10001",
+          "99999999999999999999",
+          "abc",
+          "",
+          "0x10",
+          " 5",
+        ]
+      ) {
+        assertError(
+          await call(s.url, `/v1/ids/order?count=${encodeURIComponent(q)}`),
+          400,
+          "bad_count",
+        );
+      }
+      assertError(await call(s.url, "/v1/ids/order?count=1&count=2"), 400, "bad_count");
+      assertError(await call(s.url, "/v1/daily/order?count=10001"), 400, "bad_count");
+    },
+  );
+  await t.step("404 unknown paths", async () => {
+    for (
+      const path of ["/v1/ids/", "/v1/ids", "/v2/ids/order", "/nope", "/v1/daily/", "/metrics/x"]
+    ) {
+      assertError(await call(s.url, path, { method: "GET" }), 404, "not_found");
+    }
+  });
+  await t.step("405 with Allow for other methods, odd ones included", async () => {
+    for (const method of ["PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "BREW"]) {
+      const a = await call(s.url, "/v1/ids/order", { method });
+      assertError(a, 405, "method_not_allowed");
+      assert.equal(a.headers.get("allow"), "GET, POST");
+    }
+    const head = await fetch(`${s.url}/v1/ids/order`, { method: "HEAD" });
+    assert.equal(head.status, 405);
+    assert.equal(head.headers.get("allow"), "GET, POST");
+    const h = await call(s.url, "/healthz", { method: "POST" });
+    assertError(h, 405, "method_not_allowed");
+    assert.equal(h.headers.get("allow"), "GET, HEAD");
+  });
+  await t.step("429 request_too_large: a huge URL or body", async () => {
+    assertError(await call(s.url, `/v1/ids/${"n".repeat(20_000)}`), 429, "request_too_large");
+    const res = await fetch(`${s.url}/v1/ids/order`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALL}` },
+      body: new Uint8Array(100_000),
+    });
+    assertError(
+      { status: res.status, headers: res.headers, body: await res.text() },
+      429,
+      "request_too_large",
+    );
+  });
+});
+
+Deno.test("service: tokens (401, 403), never echoed or logged; no start without them", async (t) => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS });
+  const presented: string[] = [];
+  await t.step(
+    "401 with WWW-Authenticate: missing, unknown, near-miss, malformed, huge",
+    async () => {
+      const bad = [
+        null,
+        "",
+        "nope",
+        ALL.slice(0, -1),
+        ALL + "x",
+        ALL.toUpperCase(),
+        `${ALL} ${ALL}`,
+        "x".repeat(10_000),
+      ];
+      for (const token of bad) {
+        if (token) presented.push(token);
+        const a = await call(s.url, "/v1/ids/order", { token });
+        assertError(a, 401, "unauthorized");
+        assert.match(a.headers.get("www-authenticate") ?? "", /^Bearer/);
+        if (token) assert.ok(!a.body.includes(token), "the token was echoed");
+      }
+      for (const header of [`Basic ${btoa(`u:${ALL}`)}`, ALL, `Bearer`, `Token ${ALL}`]) {
+        const a = await call(s.url, "/v1/ids/order", {
+          token: null,
+          headers: { authorization: header },
+        });
+        assertError(a, 401, "unauthorized");
+      }
+      assertError(
+        await call(s.url, "/metrics", { method: "GET", token: null }),
+        401,
+        "unauthorized",
+      );
+    },
+  );
+  await t.step("403 for a name outside the token's scope; the scope works", async () => {
+    assert.equal((await call(s.url, "/v1/ids/order", { token: ORDERS })).status, 200);
+    assert.equal((await call(s.url, "/v1/daily/invoice", { token: ORDERS })).status, 200);
+    assertError(await call(s.url, "/v1/ids/user", { token: ORDERS }), 403, "forbidden");
+    assertError(await call(s.url, "/v1/ids/orderx", { token: ORDERS }), 403, "forbidden");
+    // /metrics needs a token of any scope.
+    assert.equal((await call(s.url, "/metrics", { method: "GET", token: ORDERS })).status, 200);
+  });
+  await t.step(
+    "the status page's sign-in form: wrong, oversized (even chunked), right",
+    async () => {
+      const login = (body: BodyInit) =>
+        fetch(`${s.url}/login`, { method: "POST", body, redirect: "manual" });
+      const wrong = await login(new URLSearchParams({ token: "wrong-token-0123456789" }));
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.headers.get("set-cookie"), null);
+      assert.ok(!(await wrong.text()).includes("wrong-token-0123456789"));
+      const chunk = new Uint8Array(1024).fill(0x61);
+      let sent = 0;
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          // Stops by itself: far past the cap, never unbounded.
+          if (++sent > 1024) controller.close();
+          else controller.enqueue(chunk);
+        },
+      });
+      const big = await login(endless);
+      assertError(
+        { status: big.status, headers: big.headers, body: await big.text() },
+        429,
+        "request_too_large",
+      );
+      const forged = await fetch(`${s.url}/login`, {
+        method: "POST",
+        body: new URLSearchParams({ token: ORDERS }),
+        headers: { origin: "https://evil.example" },
+        redirect: "manual",
+      });
+      assertError(
+        { status: forged.status, headers: forged.headers, body: await forged.text() },
+        403,
+        "forbidden",
+      );
+      assert.equal(forged.headers.get("set-cookie"), null);
+      const right = await login(new URLSearchParams({ token: ORDERS }));
+      await right.body?.cancel();
+      assert.equal(right.status, 303);
+      assert.match(
+        right.headers.get("set-cookie") ?? "",
+        /^kvid_session=[\w-]{43}; .*HttpOnly; SameSite=Strict$/,
+      );
+      const page = await fetch(`${s.url}/`, {
+        headers: { cookie: right.headers.get("set-cookie")!.split(";")[0] },
+      });
+      assert.match(await page.text(), /live generator/);
+    },
+  );
+  await t.step("no token in any log line", () => {
+    const log = s.logged.join("\n");
+    for (const token of [ALL, ORDERS, ...presented]) assert.ok(!log.includes(token));
+  });
+  await t.step("refuses to start without tokens unless auth none, which it logs loudly", () => {
+    assert.throws(() => createHandler({ store, log: () => {} }), /KVID_TOKENS.*refusing to start/);
+    assert.throws(() => createHandler({ store, tokens: "short:*", log: () => {} }), TypeError);
+    assert.throws(() => createHandler({ store, tokens: `${ALL}`, log: () => {} }), TypeError);
+    for (
+      const tokens of [`${ALL}:*,${ALL}:order`, `tökentökentökentöken:*`, `a b-0123456789abcdef:*`]
+    ) {
+      assert.throws(() => createHandler({ store, tokens, log: () => {} }), TypeError, tokens);
+    }
+    const logged: string[] = [];
+    createHandler({ store, auth: "none", log: (l) => logged.push(l) });
+    assert.match(logged.join("\n"), /WARNING: authentication is OFF/);
+  });
+});
+
+Deno.test("service: 503 + Retry-After while the store hangs, 500 without a stack", async (t) => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  await using client = await openClient("node-redis", proxy.url);
+  await using s = serveService({ redis: client.redis, tokens: TOKENS, timeout: 300 });
+  await t.step("the store hangs: 503 unavailable, Retry-After; /readyz 503", async () => {
+    proxy.pause();
+    const a = await call(s.url, "/v1/ids/order");
+    assertError(a, 503, "unavailable");
+    assert.match(a.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/);
+    const d = await call(s.url, "/v1/daily/order");
+    assertError(d, 503, "unavailable");
+    const r = await call(s.url, "/readyz", { method: "GET", token: null });
+    assert.equal(r.status, 503);
+    proxy.resume();
+    // The generator retries after its backoff: the next call gets an ID.
+    assert.equal((await call(s.url, "/v1/ids/order")).status, 200);
+    assert.equal((await call(s.url, "/readyz", { method: "GET", token: null })).status, 200);
+  });
+  await t.step(
+    "the store is down (connection refused): 503, then IDs once it is back",
+    async () => {
+      await server.kill();
+      const a = await call(s.url, "/v1/ids/down?count=10");
+      assertError(a, 503, "unavailable");
+      assert.ok(a.headers.get("retry-after"));
+      assert.equal((await call(s.url, "/readyz", { method: "GET", token: null })).status, 503);
+      await server.restart();
+      // The client reconnects and the generator retries after its backoff: within a few calls.
+      let status = 0;
+      for (let i = 0; i < 200 && status !== 200; i++) {
+        status = (await call(s.url, "/v1/ids/down")).status;
+      }
+      assert.equal(status, 200);
+    },
+  );
+  await t.step("the store refuses (not an integer): 500 internal, logged, no stack", async () => {
+    await command(server.url, "HSET", "kvid", "broken", "not-a-number");
+    const a = await call(s.url, "/v1/ids/broken");
+    assertError(a, 500, "internal");
+    assert.ok(!a.body.includes("not-a-number"));
+    assert.match(s.logged.join("\n"), /ids "broken" failed: KvIdError/);
+  });
+});
+
+Deno.test("service: a flood of new names hits the live-generator cap (429)", async (t) => {
+  using store = new DenoKvStore(":memory:");
+  await t.step("past maxGenerators a new name answers 429; known names still work", async () => {
+    await using s = serveService({ store, tokens: TOKENS, maxGenerators: 3, idleMs: 3_600_000 });
+    for (const name of ["a", "b", "c"]) {
+      assert.equal((await call(s.url, `/v1/ids/${name}`)).status, 200);
+    }
+    const flood = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => call(s.url, `/v1/ids/flood-${i}`)),
+    );
+    for (const a of flood) {
+      assertError(a, 429, "too_many_generators");
+      assert.ok(a.headers.get("retry-after"));
+    }
+    assert.equal((await call(s.url, "/v1/ids/a")).status, 200);
+    assert.equal((await call(s.url, "/v1/daily/a")).status, 429); // a daily generator is another one
+    const metrics = await call(s.url, "/metrics", { method: "GET" });
+    assert.match(metrics.body, /^kvid_generators 3$/m);
+  });
+  await t.step("an idle generator is closed to make room", async () => {
+    await using s = serveService({ store, tokens: TOKENS, maxGenerators: 1, idleMs: 1 });
+    const first = ids(await call(s.url, "/v1/ids/x"));
+    const t0 = Date.now();
+    while (Date.now() - t0 < 2) await new Promise((r) => setTimeout(r, 1)); // idle ≥ 1 ms
+    assert.equal((await call(s.url, "/v1/ids/y")).status, 200);
+    const t1 = Date.now();
+    while (Date.now() - t1 < 2) await new Promise((r) => setTimeout(r, 1));
+    const again = ids(await call(s.url, "/v1/ids/x"));
+    assert.ok(again[0] > first[0], "a new generator of x went backwards");
+  });
+});
+
+Deno.test("service: /metrics parses as Prometheus text with the kvid_ series", async () => {
+  await using server = await startServer();
+  await using client = await openClient("node-redis", server.url);
+  await using s = serveService({ redis: client.redis, tokens: TOKENS });
+  await call(s.url, "/v1/ids/order?count=3");
+  await call(s.url, "/v1/ids/we%22ird%5Cname%0A");
+  await call(s.url, "/v1/daily/order?count=2");
+  const a = await call(s.url, "/metrics", { method: "GET" });
+  assert.equal(a.status, 200);
+  assert.match(a.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+  type Family = {
+    name: string;
+    type: string;
+    metrics: {
+      labels?: Record<string, string>;
+      value?: string;
+      buckets?: Record<string, string>;
+      count?: string;
+    }[];
+  };
+  const families = (parsePrometheus as (text: string) => Family[])(a.body);
+  const byName = new Map(families.map((f) => [f.name, f]));
+  const value = (metric: string, kind: string, name: string) => {
+    const m = byName.get(metric)?.metrics.find((x) =>
+      x.labels?.kind === kind && x.labels?.name === name
+    );
+    assert.ok(m, `${metric}{kind=${kind},name=${name}} is missing`);
+    return m;
+  };
+  for (
+    const [metric, type] of [
+      ["kvid_ids_issued_total", "COUNTER"],
+      ["kvid_reservations_total", "COUNTER"],
+      ["kvid_reservation_failures_total", "COUNTER"],
+      ["kvid_stalls_total", "COUNTER"],
+      ["kvid_rollbacks_total", "COUNTER"],
+      ["kvid_step", "GAUGE"],
+      ["kvid_remaining", "GAUGE"],
+      ["kvid_reservation_duration_seconds", "HISTOGRAM"],
+      ["kvid_generators", "GAUGE"],
+    ]
+  ) {
+    assert.equal(byName.get(metric)?.type, type, metric);
+  }
+  assert.equal(value("kvid_ids_issued_total", "ids", "order").value, "3");
+  assert.equal(value("kvid_ids_issued_total", "daily", "order").value, "2");
+  assert.equal(value("kvid_ids_issued_total", "ids", 'we"ird\\name\n').value, "1");
+  const reservations = Number(value("kvid_reservations_total", "ids", "order").value);
+  assert.ok(reservations >= 1);
+  assert.ok(Number(value("kvid_stalls_total", "ids", "order").value) >= 1); // the first call waits
+  // The parser merges a histogram's labelled series into one (it keeps `le` only): read the
+  // per-name series from the text, which the parser accepted above.
+  const series = (suffix: string) =>
+    Number(
+      new RegExp(
+        `^kvid_reservation_duration_seconds_${suffix}\\{kind="ids",name="order"(,le="\\+Inf")?\\} (\\S+)$`,
+        "m",
+      )
+        .exec(a.body)?.[2],
+    );
+  assert.equal(series("count"), reservations);
+  assert.equal(series("bucket"), reservations);
+  assert.ok(series("sum") > 0);
+  assert.equal(value("kvid_rollbacks_total", "ids", "order").value, "0");
+  assert.equal(byName.get("kvid_generators")?.metrics[0].value, "3");
+});
+
+Deno.test("service: slow clients do not hold up others", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS });
+  const port = Number(new URL(s.url).port);
+  // One client stops halfway through its headers, another announces a body it never sends.
+  using stalled = await Deno.connect({ hostname: "127.0.0.1", port });
+  await stalled.write(new TextEncoder().encode("POST /v1/ids/order HTTP/1.1\r\nHost: x\r\nAuthor"));
+  using bodiless = await Deno.connect({ hostname: "127.0.0.1", port });
+  await bodiless.write(
+    new TextEncoder().encode(
+      `POST /v1/ids/order HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ALL}\r\n` +
+        "Content-Length: 1000\r\n\r\nabc",
+    ),
+  );
+  // The ID does not wait for a body the service never reads.
+  const buf = new Uint8Array(4096);
+  let reply = "";
+  while (!/\r\n\r\n\d+\n/.test(reply)) {
+    const n = await bodiless.read(buf);
+    assert.ok(n !== null, `closed after ${JSON.stringify(reply)}`);
+    reply += new TextDecoder().decode(buf.subarray(0, n));
+  }
+  assert.match(reply, /^HTTP\/1\.1 200/);
+  const answers = await Promise.all(Array.from({ length: 20 }, () => call(s.url, "/v1/ids/order")));
+  for (const a of answers) assert.equal(a.status, 200);
+});
+
+Deno.test("deno serve: refuses to start without KVID_TOKENS", async () => {
+  await assert.rejects(
+    startServeProcess({ KVID_TOKENS: "", KVID_AUTH: "", KVID_KV_PATH: ":memory:" }),
+    /refusing to start/,
+  );
+});
+
+Deno.test("deno serve: Deno KV by default; SIGTERM exits 0", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-service-" });
+  try {
+    await using p = await startServeProcess({
+      KVID_TOKENS: `${ALL}:*`,
+      KVID_KV_PATH: `${dir}/ids.sqlite3`,
+      KVID_REDIS_URL: "",
+    });
+    const a = await call(p.url, "/v1/ids/order?count=2");
+    assert.equal(a.body, "1\n2\n");
+    assert.equal((await call(p.url, "/readyz", { method: "GET", token: null })).status, 200);
+    p.child.kill("SIGTERM");
+    assert.equal((await p.status).code, 0, p.stderr.join("\n"));
+    assert.ok(p.stderr.some((l) => /store Deno KV/.test(l)));
+    assert.ok(!p.stderr.join("\n").includes(ALL));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno serve: SIGTERM answers the request in flight, then exits 0", async () => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  await using p = await startServeProcess({
+    KVID_AUTH: "none",
+    KVID_TOKENS: "",
+    KVID_REDIS_URL: proxy.url,
+    KVID_TIMEOUT_MS: "60000",
+  });
+  assert.ok(p.stderr.some((l) => /WARNING: authentication is OFF/.test(l)));
+  assert.equal((await call(p.url, "/v1/ids/warm", { token: null })).status, 200); // connected
+  proxy.pause();
+  const inFlight = call(p.url, "/v1/ids/order", { token: null });
+  // Wait until the service holds it (a metrics request counts itself too).
+  for (;;) {
+    const m = await call(p.url, "/metrics", { method: "GET", token: null });
+    if (/^kvid_http_requests_in_flight [2-9]/m.test(m.body)) break;
+  }
+  p.child.kill("SIGTERM");
+  await p.waitForLine(/stopping/);
+  // Stopped accepting: a new request is turned away, the one in flight still gets its ID.
+  const late = await call(p.url, "/v1/ids/order", { token: null }).catch((err) => err);
+  if (!(late instanceof Error)) assertError(late, 503, "shutting_down");
+  proxy.resume();
+  const a = await inFlight;
+  assert.equal(a.status, 200, a.body);
+  assert.match(a.body, /^\d+\n$/);
+  assert.equal((await p.status).code, 0, p.stderr.join("\n"));
+  assert.ok(p.stderr.some((l) => /stopped/.test(l)));
+});

@@ -1,0 +1,97 @@
+/**
+ * The ID service's status page in a real headless browser (Debian `chromium` through
+ * `npm:puppeteer-core`; `.ci/run` installs chromium when missing).
+ */
+
+import assert from "node:assert/strict";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { findChromium, launchBrowser } from "./browser.ts";
+import { serveService } from "./service.ts";
+
+const ALL = "page-token-all-0123456789";
+const ORDERS = "page-token-orders-012345";
+
+Deno.test({
+  name: "status page: sign in by form, session cookie, live generators and chart, offline",
+  async fn(t) {
+    const executablePath = findChromium();
+    assert.ok(executablePath, "no chromium on PATH (apt-get install chromium, or set CHROMIUM)");
+    using store = new DenoKvStore(":memory:");
+    await using s = serveService({ store, tokens: `${ALL}:*,${ORDERS}:order` });
+    const post = (path: string) =>
+      fetch(s.url + path, { method: "POST", headers: { authorization: `Bearer ${ALL}` } })
+        .then((r) => r.text());
+    await post("/v1/ids/order?count=500");
+    await post("/v1/ids/user?count=20");
+    await post("/v1/daily/ticket");
+
+    const browser = await launchBrowser(executablePath);
+    try {
+      const page = await browser.newPage();
+      const requested: string[] = [];
+      page.on("request", (r) => requested.push(r.url()));
+
+      await t.step("without a session: the sign-in form, no data", async () => {
+        const res = await page.goto(`${s.url}/`);
+        assert.equal(res?.status(), 200);
+        assert.ok(await page.$('form[action="/login"] input[type="password"][name="token"]'));
+        assert.equal(await page.$("table"), null);
+        assert.match(res?.headers()["content-security-policy"] ?? "", /default-src 'none'/);
+      });
+
+      await t.step("a wrong token: refused, not echoed", async () => {
+        await page.type('input[name="token"]', "wrong-token-0123456789");
+        const [res] = await Promise.all([
+          page.waitForNavigation(),
+          page.click('button[type="submit"]'),
+        ]);
+        assert.equal(res?.status(), 401);
+        const html = await page.content();
+        assert.match(html, /not valid/);
+        assert.ok(!html.includes("wrong-token-0123456789"));
+      });
+
+      await t.step(
+        "the right token: a session cookie (HttpOnly, SameSite=Strict), the status",
+        async () => {
+          await page.type('input[name="token"]', ORDERS);
+          await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
+          assert.equal(new URL(page.url()).pathname, "/");
+          const cookies = await browser.cookies();
+          const session = cookies.find((c) => c.name === "kvid_session");
+          assert.ok(session, "no session cookie");
+          assert.equal(session.httpOnly, true);
+          assert.equal(session.sameSite, "Strict");
+          assert.equal(session.secure, false); // plain http here; Secure over https
+          assert.ok(!session.value.includes(ORDERS));
+          assert.equal(await page.evaluate("document.cookie"), ""); // out of script's reach
+          const rows = await page.$$eval(
+            "tbody tr",
+            (trs) => trs.map((tr) => tr.textContent ?? ""),
+          );
+          assert.equal(rows.length, 1, rows.join("|")); // this token sees "order" only
+          assert.match(rows[0], /order\s*ids/);
+          assert.match(await page.content(), /1 outside this token's scope|2 outside/);
+          assert.ok(await page.$("svg polyline"), "no chart");
+          const label = await page.$eval("svg", (el) => el.getAttribute("aria-label") ?? "");
+          assert.match(label, /IDs per second over the last 5 minutes/);
+        },
+      );
+
+      await t.step("no token in any URL, nothing fetched from elsewhere", () => {
+        for (const url of requested) {
+          assert.ok(url.startsWith(s.url), `fetched ${url}`);
+          assert.ok(!url.includes(ORDERS) && !url.includes("token="), `a token in ${url}`);
+        }
+      });
+
+      await t.step("sign out ends the session", async () => {
+        await Promise.all([page.waitForNavigation(), page.click('form[action="/logout"] button')]);
+        assert.ok(await page.$('input[name="token"]'));
+        assert.equal(await page.$("table"), null);
+      });
+    } finally {
+      await browser.close();
+    }
+  },
+});

@@ -1,0 +1,126 @@
+/** Running the ID service (src/server.ts) for tests and benches: in process, or `deno serve`. */
+
+import { createHandler, type IdService, type ServiceOptions } from "../src/server.ts";
+import { lines } from "./lines.ts";
+
+/** The service behind `Deno.serve` on a free 127.0.0.1 port. */
+export interface RunningService extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  readonly service: IdService;
+  /** What the service logged. */
+  readonly logged: string[];
+  /** Stop the server (answering what is in flight), then the service. */
+  close(): Promise<void>;
+}
+
+/** Serve {@linkcode createHandler} with `options` (log captured). */
+export function serveService(options: ServiceOptions): RunningService {
+  const logged: string[] = [];
+  const service = createHandler({ log: (line) => logged.push(line), ...options });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.fetch);
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    closed ??= (async () => {
+      await server.shutdown();
+      await service.close();
+    })();
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    service,
+    logged,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** A `deno serve src/server.ts` child process. */
+export interface ServeProcess extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`, once it listens. */
+  readonly url: string;
+  readonly child: Deno.ChildProcess;
+  /** Every stderr line so far. */
+  readonly stderr: string[];
+  /** Resolves with the first stderr line (so far or to come) matching `re`. */
+  waitForLine(re: RegExp): Promise<string>;
+  /** Resolves with the exit status. */
+  readonly status: Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Start `deno serve` on a free port with `env` (and nothing else of ours); resolves once it
+ * listens, or rejects with its output when it exits first.
+ */
+export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "serve",
+      "-A",
+      "--unstable-kv",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      new URL("../src/server.ts", import.meta.url).pathname,
+    ],
+    env: { NO_COLOR: "1", ...env },
+    clearEnv: false,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr: string[] = [];
+  const reading = lines(child.stderr);
+  let url: string | undefined;
+  // next() by hand: a `break` out of `for await` would cancel the stream.
+  for (let r = await reading.next(); !r.done; r = await reading.next()) {
+    stderr.push(r.value);
+    const m = /listening on http:\/\/[^:]+:(\d+)\//.exec(r.value);
+    if (m) {
+      url = `http://127.0.0.1:${m[1]}`;
+      break;
+    }
+  }
+  const waiters: { re: RegExp; resolve(line: string): void }[] = [];
+  // Keep draining stderr so the child never blocks on a full pipe.
+  const drained = (async () => {
+    for (let r = await reading.next(); !r.done; r = await reading.next()) {
+      stderr.push(r.value);
+      for (const w of waiters.splice(0)) {
+        if (w.re.test(r.value)) w.resolve(r.value);
+        else waiters.push(w);
+      }
+    }
+  })();
+  const waitForLine = (re: RegExp) => {
+    const seen = stderr.find((l) => re.test(l));
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise<string>((resolve, reject) => {
+      waiters.push({ re, resolve });
+      drained.then(() => reject(new Error(`no line matched ${re}:\n${stderr.join("\n")}`)));
+    });
+  };
+  const status = child.status.then(async (s) => {
+    await drained;
+    return s;
+  });
+  if (url === undefined) {
+    await status;
+    throw new Error(`deno serve exited before listening:\n${stderr.join("\n")}`);
+  }
+  return {
+    url,
+    child,
+    stderr,
+    waitForLine,
+    status,
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already exited
+      }
+      await status;
+    },
+  };
+}
