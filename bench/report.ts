@@ -102,7 +102,7 @@ async function main(benchArgs: string[], out: string): Promise<number> {
         loadDuring: samples.length === 0
           ? "not sampled"
           : `mean ${(samples.reduce((a, b) => a + b, 0) / samples.length).toFixed(2)}, max ${
-            Math.max(...samples).toFixed(2)
+            samples.reduce((a, b) => Math.max(a, b), 0).toFixed(2)
           } (1-min load, sampled every 5 s)`,
         seconds: (performance.now() - started) / 1000,
         command: "deno task bench:report",

@@ -194,8 +194,11 @@ export function simulate(sc: Scenario, sizer: Sizer): SimResult {
     settledAt: settled < sizes.length ? settled + 1 : 0,
     settleMs: settled < sizes.length ? starts[settled] : NaN,
     reservations: sizes.length,
-    maxOvershoot: Math.max(...sizes) / target,
-    band: [Math.min(...tail) / target, Math.max(...tail) / target],
+    maxOvershoot: sizes.reduce((a, b) => Math.max(a, b), 0) / target,
+    band: [
+      tail.reduce((a, b) => Math.min(a, b), Infinity) / target,
+      tail.reduce((a, b) => Math.max(a, b), 0) / target,
+    ],
     stalledIds,
     stalledAfterSettle: stalledBy.slice(settled + 1).reduce((a, b) => a + b, 0),
   };
