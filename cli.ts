@@ -4,8 +4,9 @@
  *
  * ```sh
  * deno run -A jsr:@kvid/core/cli list --url redis://127.0.0.1:6379
- * deno run -A jsr:@kvid/core/cli floor order 120000   # after migrating from AUTO_INCREMENT
+ * deno run -A jsr:@kvid/core/cli floor order 120000 --create  # after leaving AUTO_INCREMENT
  * deno run -A jsr:@kvid/core/cli next order -n 3
+ * deno run -A jsr:@kvid/core/cli daily order --time-zone Asia/Shanghai
  * deno run -A jsr:@kvid/core/cli cleanup order --keep-days 30 --time-zone Asia/Shanghai
  * ```
  *
@@ -44,10 +45,11 @@ const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   help: { type: "boolean", short: "h" },
 };
 const COMMAND_OPTIONS: Record<string, Record<string, OptionSpec>> = {
-  next: { count: { type: "string", short: "n" } },
+  next: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
   get: {},
   list: {},
-  floor: {},
+  floor: { create: { type: "boolean" } },
+  daily: { "time-zone": { type: "string" } },
   cleanup: {
     "keep-days": { type: "string" },
     "time-zone": { type: "string" },
@@ -59,6 +61,7 @@ const ARITY: Record<string, string[]> = {
   get: ["name"],
   list: [],
   floor: ["name", "value"],
+  daily: ["name"],
   cleanup: ["name"],
 };
 
@@ -66,7 +69,7 @@ const COMMON_HELP = `Options of every command:
   --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
                     Default: $KVID_REDIS_URL, else ${DEFAULT_URL}
   --key <hash>      The hash holding the counters. Default "kvid"
-                    (cleanup: "kvid:daily:<name>")
+                    (daily, cleanup: "kvid:daily:<name>")
   --json            Print JSON (values as decimal strings, exact up to 2^63-1);
                     errors go to stderr as {"error": {"message", "exit"}}
   --timeout <ms>    Give up after this long (connect and commands). Default 5000
@@ -81,22 +84,25 @@ const HELP: Record<string, string> = {
 Usage: kvid <command> [arguments] [options]
 
 Commands:
-  next <name> [-n N]            Reserve N IDs (default 1) and print them
+  next <name> [-n N] [--create] Reserve N IDs (default 1) and print them
   get <name>                    Print the last reserved value of a counter
   list                          Print every counter of the hash and its value
   floor <name> <value>          Raise a counter to at least <value>; never lowers one
+  daily <name>                  Print the day counters of a daily serial (DailyId)
   cleanup <name> --keep-days N  Delete old day counters of a daily serial (DailyId)
 
 Run "kvid <command> --help" for a command's details.
 
 ${COMMON_HELP}`,
-  next: `Usage: kvid next <name> [-n N] [options]
+  next: `Usage: kvid next <name> [-n N] [--create] [options]
 
 Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> with one HINCRBY and print
-them, one per line; they are never handed out by a generator. --json prints
-{"key", "name", "first", "last", "count"}.
+them, one per line; they are never handed out by a generator. A counter that does not exist
+is an error (exit 1: a typo would start a new counter at 1) unless --create is given.
+--json prints {"key", "name", "first", "last", "count"}.
 
   -n, --count <N>   How many IDs. Default 1
+  --create          Start the counter if it does not exist
 
 ${COMMON_HELP}`,
   get: `Usage: kvid get <name> [options]
@@ -120,8 +126,21 @@ ${COMMON_HELP}`,
 Raise counter <name> to at least <value> (0 to 2^63-1), atomically: the next ID handed out
 is above <value>. Use it when moving from a database AUTO_INCREMENT: floor order <MAX(id)>.
 A counter already at <value> is left as is; one above it is never lowered (exit 1).
-Generators running meanwhile take their next segment above <value>. --json prints
+Generators running meanwhile take their next segment above <value>. A counter that does
+not exist is an error (exit 1) unless --create is given. --json prints
 {"key", "name", "old", "new", "raised"}.
+
+  --create          Create the counter at <value> if it does not exist
+
+${COMMON_HELP}`,
+  daily: `Usage: kvid daily <name> [--time-zone Z] [options]
+
+Print the day counters of daily serial <name> (fields yyyymmdd of hash kvid:daily:<name>),
+oldest first, as "day<TAB>last seq", today's marked "(today)"; then how many days are
+stored. Today comes from this machine's clock in the time zone. --json prints
+{"key", "today", "days": {day: value}}.
+
+  --time-zone <zone>  IANA time zone of the DailyId. Default UTC
 
 ${COMMON_HELP}`,
   cleanup: `Usage: kvid cleanup <name> --keep-days N [--time-zone Z] [--dry-run] [options]
@@ -165,16 +184,19 @@ interface Parsed {
   keepDays: number;
   zone: ZonedDays | undefined;
   dryRun: boolean;
+  /** next, floor: start a counter that does not exist. */
+  create: boolean;
 }
 
 function parse(argv: string[]): Parsed | { help: string } {
   const all: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS };
   for (const spec of Object.values(COMMAND_OPTIONS)) Object.assign(all, spec);
+  checkNegative(argv, all);
   let first;
   try {
     first = parseArgs({ args: argv, options: all, allowPositionals: true, strict: true });
   } catch (err) {
-    throw usage((err as Error).message);
+    throw usage(parseError(err));
   }
   const command = first.positionals[0];
   if (command === undefined || command === "help") {
@@ -197,7 +219,7 @@ function parse(argv: string[]): Parsed | { help: string } {
   } catch (err) {
     const message = (err as Error).message;
     const option = /Unknown option '([^']+)'/.exec(message)?.[1];
-    throw usage(option ? `${command} has no option ${option}` : `${command}: ${message}`);
+    throw usage(option ? `${command} has no option ${option}` : `${command}: ${parseError(err)}`);
   }
   const names = ARITY[command];
   const positionals = parsed.positionals.slice(1);
@@ -216,7 +238,7 @@ function parse(argv: string[]): Parsed | { help: string } {
   const url = (values.url as string | undefined) || Deno.env.get("KVID_REDIS_URL") || DEFAULT_URL;
   checkUrl(url);
   const key = (values.key as string | undefined) ??
-    (command === "cleanup" ? `kvid:daily:${args.name}` : "kvid");
+    (command === "cleanup" || command === "daily" ? `kvid:daily:${args.name}` : "kvid");
   if (key.length === 0) throw usage("--key must not be empty");
   const timeout = values.timeout === undefined
     ? 5000
@@ -237,9 +259,11 @@ function parse(argv: string[]): Parsed | { help: string } {
   }
   let keepDays = 0;
   let zone: ZonedDays | undefined;
-  if (command === "cleanup") {
-    if (values["keep-days"] === undefined) throw usage("cleanup: --keep-days N is required");
-    keepDays = integerArg("--keep-days", values["keep-days"] as string, 1, 100_000);
+  if (command === "cleanup" || command === "daily") {
+    if (command === "cleanup") {
+      if (values["keep-days"] === undefined) throw usage("cleanup: --keep-days N is required");
+      keepDays = integerArg("--keep-days", values["keep-days"] as string, 1, 100_000);
+    }
     const zoneName = (values["time-zone"] as string | undefined) ?? "UTC";
     try {
       zone = new ZonedDays(zoneName);
@@ -259,7 +283,43 @@ function parse(argv: string[]): Parsed | { help: string } {
     keepDays,
     zone,
     dryRun: values["dry-run"] === true,
+    create: values.create === true,
   };
+}
+
+/**
+ * Refuse a negative number before parseArgs reads it as an unknown option (its own message
+ * for that is a hint about `--` with an unbalanced quote).
+ */
+function checkNegative(argv: string[], options: Record<string, OptionSpec>): void {
+  const takesValue = new Set<string>();
+  for (const [name, spec] of Object.entries(options)) {
+    if (spec.type !== "string") continue;
+    takesValue.add(`--${name}`);
+    if (spec.short) takesValue.add(`-${spec.short}`);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--") return;
+    if (!/^-\d/.test(argv[i])) continue;
+    const before = argv[i - 1];
+    const command = argv.find((a) => !a.startsWith("-")) ?? "kvid";
+    const what = before !== undefined && takesValue.has(before) ? before : command;
+    throw usage(
+      `${what}: negative numbers are not accepted, got ${JSON.stringify(argv[i])}`,
+    );
+  }
+}
+
+/** parseArgs' message in a sentence of ours. */
+function parseError(err: unknown): string {
+  const message = (err as Error).message;
+  const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+  if (unknown) return `unknown option ${unknown}`;
+  const option = /Option '(-\w, )?(--[\w-]+)/.exec(message)?.[2];
+  if (option && /argument missing/.test(message)) return `${option} needs a value`;
+  if (option && /ambiguous/.test(message)) return `${option} needs a value`;
+  if (option && /does not take an argument/.test(message)) return `${option} takes no value`;
+  return message.split(". ")[0];
 }
 
 function integerArg(what: string, text: string, min: number, max: number): number {
@@ -309,8 +369,8 @@ return {'above', c}`,
 );
 
 const INTEGER = /^(0|-?[1-9]\d*)$/;
-// Fields of the hash that are not counters: an interleaved counter's layout is this prefix, then
-// the counter's name (see InterleavedStore).
+// Fields of the hash that are not counters start with this: an interleaved counter's layout
+// (see InterleavedStore) and a counter's remembered step, each then the counter's name.
 const INTERNAL = "\u0000";
 
 /**
@@ -335,6 +395,7 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
   const { key, args: { name } } = p;
   switch (p.command) {
     case "next": {
+      await mustExist(p, client);
       const count = p.count;
       const store = new RedisStore(client);
       const { ranges } = await store.reserve(key, name, count, {
@@ -413,6 +474,7 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       return;
     }
     case "floor": {
+      await mustExist(p, client);
       const value = p.value;
       const reply = await client.eval(FLOOR_SCRIPT.source, [key], [ // one-shot: no EVALSHA first
         name,
@@ -440,6 +502,20 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       else io.out(raised ? `${name}: ${old ?? "(none)"} -> ${value}` : `${name}: already ${value}`);
       return;
     }
+    case "daily": {
+      const today = p.zone!.dayAt(Date.now()).text;
+      const all = await client.hGetAll(key);
+      const days = Object.keys(all).filter((f) => /^\d{8}$/.test(f)).sort();
+      if (p.json) {
+        const counters: Record<string, string> = {};
+        for (const d of days) counters[d] = all[d];
+        io.out(JSON.stringify({ key, today, days: counters }));
+      } else {
+        for (const d of days) io.out(`${d}\t${all[d]}${d === today ? "\t(today)" : ""}`);
+        console.error(`${days.length} days in hash ${JSON.stringify(key)}; today is ${today}`);
+      }
+      return;
+    }
     case "cleanup": {
       // Dated by the earlier of this machine's clock and the server's: a clock running ahead
       // never deletes a day other processes still use.
@@ -462,6 +538,19 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
   }
 }
 
+/** Refuse a counter that does not exist unless --create: a typo must not start a new one. */
+async function mustExist(p: Parsed, client: { hGet: HGet }): Promise<void> {
+  if (p.create) return;
+  const { key, args: { name } } = p;
+  const value = await client.hGet(key, name);
+  if (value !== null && value !== undefined) return;
+  throw new CliError(
+    EXIT.failed,
+    `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}: check the name ` +
+      `("kvid list"), or pass --create to start it`,
+  );
+}
+
 type HGet = (key: string, field: string) => Promise<string | null>;
 type HGetAll = (key: string) => Promise<Record<string, string>>;
 
@@ -471,7 +560,7 @@ type HGetAll = (key: string) => Promise<Record<string, string>>;
  *
  * @example
  * ```ts ignore
- * import { main } from "jsr:@kvid/core/cli";
+ * import { main } from "@kvid/core/cli";
  *
  * const code = await main(["get", "order", "--url", "redis://127.0.0.1:6379"]);
  * ```

@@ -9,7 +9,7 @@
  *
  * @example Declare at module scope, connect on first use
  * ```ts ignore
- * import { configure, KvId } from "jsr:@kvid/core";
+ * import { configure, KvId } from "@kvid/core";
  * import { connect } from "jsr:@db/redis";
  *
  * configure({ redis: () => connect({ hostname: "127.0.0.1", port: 6379 }) });
@@ -30,6 +30,7 @@ export {
   type NodeRedisLike,
 } from "./src/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/configure.ts";
+export { shutdown } from "./src/shutdown.ts";
 export {
   type DailyCleanupDetail,
   DailyId,
@@ -41,20 +42,15 @@ export {
   type DailySerial,
 } from "./src/daily.ts";
 export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
-export { InterleavedStore, type InterleavedStoreOptions } from "./src/interleaved_store.ts";
 export {
   KvId,
   type KvIdConstructor,
+  type KvIdErrorSummary,
   type KvIdOptions,
   type KvIdStats,
   type RollbackDetail,
 } from "./src/kvid.ts";
 export type { StepRule } from "./src/step.ts";
-export type { IdRange } from "./src/segment_buffer.ts";
-export type {
-  RedisClient,
-  RedisSource,
-  Reservation,
-  ReserveOptions,
-  Store,
-} from "./src/redis_store.ts";
+export type { RedisClient, RedisSource } from "./src/redis_store.ts";
+// Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
+// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv".

@@ -38,6 +38,8 @@ export interface NodeRedisLike {
   sendCommand?: unknown;
   /** node-redis' reply type mapping, used to read integers as exact strings. */
   withTypeMapping?: unknown;
+  /** Close gracefully (node-redis 5); used by the adapter's `close()`. */
+  close?(): unknown;
 }
 
 /**
@@ -64,6 +66,8 @@ export interface IoredisLike {
   evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   /** Any command. */
   call(command: string, ...args: string[]): Promise<unknown>;
+  /** `QUIT`: close gracefully; used by the adapter's `close()`. */
+  quit?(): Promise<unknown>;
   /** A `Cluster`'s marker: `WAIT` then goes in a pipeline routed by the counter's key. */
   isCluster?: boolean;
   /** Commands sent together (on a `Cluster`, to the node owning their keys). */
@@ -72,12 +76,13 @@ export interface IoredisLike {
 
 /**
  * Make a node-redis 5 client (`npm:redis`) fit {@linkcode RedisClient}. The client stays
- * yours: connect it before use (or in a factory) and close it after.
+ * yours: connect it before use (or in a factory) and close it after. The adapter's `close()`
+ * closes it gracefully; {@linkcode shutdown} calls it when a factory made the client.
  *
  * @example
  * ```ts ignore
  * import { createClient } from "npm:redis@5";
- * import { fromNodeRedis, KvId } from "jsr:@kvid/core";
+ * import { fromNodeRedis, KvId } from "@kvid/core";
  *
  * const client = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
  * const ids = new KvId("order", { redis: fromNodeRedis(client) });
@@ -90,6 +95,7 @@ export interface IoredisLike {
 export function fromNodeRedis(client: NodeRedisLike): RedisClient {
   checkMethods(client, "fromNodeRedis", ["hIncrBy", "eval", "evalSha"]);
   const reported = listenForErrors(client);
+  const original = client;
   // node-redis parses integer replies near 2^53 inexactly (it replied 2^53-4 for 2^53-3):
   // read integers as strings instead. 58 is RESP_TYPES.NUMBER (":").
   if (typeof client.withTypeMapping === "function") {
@@ -119,17 +125,19 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
     // On a cluster, to the node owning `key`: the connection that just served it.
     waitReplicas: (key, replicas, timeoutMs) =>
       send(key, ["WAIT", String(replicas), String(timeoutMs)]),
+    close: async () => void await original.close?.(),
   };
 }
 
 /**
  * Make an ioredis client (`npm:ioredis`) fit {@linkcode RedisClient}. The client stays yours:
- * `quit()` it when done.
+ * `quit()` it when done, or create it in a factory (`redis: () => fromIoredis(new Redis())`) and
+ * let {@linkcode shutdown} close it (the adapter's `close()` sends `QUIT`).
  *
  * @example
  * ```ts ignore
  * import { Redis } from "npm:ioredis@5";
- * import { fromIoredis, KvId } from "jsr:@kvid/core";
+ * import { fromIoredis, KvId } from "@kvid/core";
  *
  * const client = new Redis("redis://127.0.0.1:6379");
  * const ids = new KvId("order", { redis: fromIoredis(client) });
@@ -149,6 +157,7 @@ export function fromIoredis(client: IoredisLike): RedisClient {
     evalsha: (sha1, keys, args) =>
       reported(client.evalsha(sha1, keys.length, ...keys, ...args.map(String))),
     sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
+    close: async () => void await client.quit?.(),
     waitReplicas: async (key, replicas, timeoutMs) => {
       const wait = ["wait", String(replicas), String(timeoutMs)];
       if (client.isCluster !== true) return await client.call(...wait as [string, ...string[]]);
@@ -188,6 +197,8 @@ export interface BunRedisLike {
   send(command: string, args: string[]): Promise<unknown>;
   /** Connect (again): Bun's client stays failed after its own reconnect attempts ran out. */
   connect?(): Promise<unknown>;
+  /** Close the connection; used by the adapter's `close()`. */
+  close?(): unknown;
 }
 
 // Bun's server errors are plain `Error`s (name "RedisError", code "ERR_REDIS_SERVER_ERROR");
@@ -247,6 +258,7 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
     evalsha: (sha1, keys, args) =>
       send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
     sendCommand: (command, args = []) => send(command, args.map(String)),
+    close: () => client.close?.(),
   };
 }
 

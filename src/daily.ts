@@ -7,7 +7,7 @@
 
 import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
-import { describe } from "./describe.ts";
+import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
@@ -21,6 +21,7 @@ import {
   type Store,
   toKvIdError,
 } from "./redis_store.ts";
+import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 
 /**
  * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
@@ -65,7 +66,10 @@ export interface DailyIdOptions {
    * Default: the one given to {@linkcode configure}.
    */
   redis?: RedisSource;
-  /** A custom store instead of `redis` (advanced; {@linkcode DailyId.cleanup} then needs `redis`). */
+  /**
+   * A custom store instead of `redis`, e.g. a `DenoKvStore`. {@linkcode DailyId.cleanup} and
+   * `keepDays` then need a store with `deleteDaysBefore` (`DenoKvStore` has it) or `redis`.
+   */
   store?: Store;
   /** The hash holding one counter per day, in fields named `yyyymmdd`. Default `"kvid:daily:<name>"`. */
   key?: string;
@@ -135,7 +139,8 @@ export interface DailyIdOptions {
  *
  * @example After the first ID of a day
  * ```ts
- * import { DailyId, type DailyIdStats, type Store } from "@kvid/core";
+ * import { DailyId, type DailyIdStats } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
@@ -250,7 +255,7 @@ export interface DailySerial {
  *
  * @example Order numbers in Shanghai time
  * ```ts ignore
- * import { DailyId } from "jsr:@kvid/core";
+ * import { DailyId } from "@kvid/core";
  * import { connect } from "jsr:@db/redis";
  *
  * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
@@ -617,7 +622,7 @@ export async function cleanupFrom(
  * more than `keepDays` days old.
  */
 export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  checkInteger("cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   return addDays(today, -keepDays);
 }
 
@@ -663,6 +668,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly #inner: KvIdOptions & { bigint?: false };
   readonly #redis: RedisSource | undefined;
   readonly #hasStore: boolean;
+  readonly #store: Store | undefined;
   readonly #maxSeq: number;
   readonly #keepDays: number | undefined;
   readonly #recheckMargin: number;
@@ -740,6 +746,15 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     if (options.redis !== undefined) checkRedisSource("DailyId option redis", options.redis);
+    if (
+      options.keepDays !== undefined && options.store !== undefined &&
+      typeof options.store?.deleteDaysBefore !== "function" && options.redis === undefined
+    ) {
+      // Cleanup could only fail, every day: refuse now rather than report it at each midnight.
+      throw new TypeError(
+        "DailyId option keepDays needs a store that can delete days (deleteDaysBefore, as DenoKvStore has) or the redis option",
+      );
+    }
 
     const maxSeq = 10 ** digits - 1;
     const minStep = options.minStep ?? 1;
@@ -748,6 +763,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
 
     const inner: KvIdOptions & { bigint?: false } = {
+      // A day's counter is used for one day: a remembered step would be a field left per day.
+      rememberStep: false,
       key: options.key ?? `kvid:daily:${name}`,
       minStep,
       maxStep: Math.min(maxStep, maxSeq),
@@ -769,10 +786,12 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#inner = inner;
     this.#redis = options.redis;
     this.#hasStore = options.store !== undefined;
+    this.#store = options.store;
     this.#maxSeq = maxSeq;
     this.#keepDays = options.keepDays;
     this.#timeout = options.timeout ?? 5_000;
     this.#recheckMargin = this.#timeout + RECHECK_SLACK_MS;
+    trackGenerator(this);
   }
 
   // The hot path: one clock read against the precomputed end of the day, then the engine's.
@@ -810,7 +829,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch count", count, 0, MAX_BATCH, "DailyId");
+    checkInteger("nextBatch(count)", count, 0, MAX_BATCH, "DailyId");
     for (;;) {
       if (this.#closed) throw this.#closedError();
       const now = this.#clock();
@@ -887,6 +906,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      untrackGenerator(this);
       if (this.#gen !== undefined) this.#track(this.#gen.close());
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);
@@ -974,11 +994,20 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   /** Delete the days more than `keepDays` old by this clock's `today` and the server's. */
   async #cleanupNow(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
     const day = keepFrom(today, keepDays).text;
+    const store = this.#store;
+    if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
+      // A store without a server clock to compare with (Deno KV): by this clock's day.
+      try {
+        return { before: day, deleted: await store.deleteDaysBefore(this.key, day) };
+      } catch (err) {
+        throw toKvIdError(err, this.key, `<${day}`);
+      }
+    }
     const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
     if (source === undefined) {
       throw new KvIdError(
         "config",
-        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis })",
+        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis }), or a store with deleteDaysBefore",
         { key: this.key, field: `<${day}` },
       );
     }
@@ -1054,7 +1083,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
  *
  * @example
  * ```ts ignore
- * import { DailyId } from "jsr:@kvid/core";
+ * import { DailyId } from "@kvid/core";
  *
  * export const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" }); // 20261130000001
  * export const TICKET = new DailyId("ticket", { digits: 4, format: "string" }); // "202611300001"
@@ -1063,15 +1092,16 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
 
 function checkNumber(what: string, value: unknown, min: number, max: number, who = "DailyId") {
+  const subject = argumentLabel(who, what);
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${who} option ${what} must be a number, got ${describe(value)}`);
+    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
   }
   if (!(value >= min && value <= max)) {
     const hint = what === "digits" && value > max && max === MAX_DIGITS.number
       ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
       : "";
     throw new RangeError(
-      `${who} option ${what} must be between ${min} and ${max}, got ${value}${hint}`,
+      `${subject} must be between ${min} and ${max}, got ${value}${hint}`,
     );
   }
 }
@@ -1079,6 +1109,6 @@ function checkNumber(what: string, value: unknown, min: number, max: number, who
 function checkInteger(what: string, value: unknown, min: number, max: number, who = "DailyId") {
   checkNumber(what, value, min, max, who);
   if (!Number.isInteger(value)) {
-    throw new RangeError(`${who} option ${what} must be an integer, got ${value}`);
+    throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
   }
 }

@@ -13,8 +13,8 @@
  *
  * @example A local KV file
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
- * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
  *
  * using store = new DenoKvStore("./ids.sqlite3"); // opened on the first reservation
  * await using ORDER_ID = new KvId("order", { store });
@@ -23,8 +23,8 @@
  *
  * @example Deno Deploy: the project's KV database
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
- * import { DenoKvStore } from "jsr:@kvid/core/deno-kv";
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
  *
  * export const ORDER_ID = new KvId("order", { store: new DenoKvStore() });
  * Deno.serve(async () => new Response(String(await ORDER_ID.next())));
@@ -34,7 +34,9 @@
  */
 
 import { KvIdError } from "./errors.ts";
-import type { Reservation, ReserveOptions, Store } from "./redis_store.ts";
+import { disown, own } from "./shutdown.ts";
+import { type Reservation, type ReserveOptions, stepField, type Store } from "./redis_store.ts";
+import type { IdRange } from "./segment_buffer.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };
@@ -131,13 +133,15 @@ export interface DenoKvStoreStats {
 const MAX_ID = (1n << 63n) - 1n;
 const DEFAULT_MAX_ATTEMPTS = 32;
 const DEFAULT_MAX_BACKOFF_MS = 50;
+const DATE_FIELD = /^\d{8}$/;
 
 /**
  * A {@linkcode Store} on Deno KV: pass it as the `store` option of `KvId`. It opens the
  * database lazily, so it can be declared at module scope.
  *
  * `close()` closes a database the store opened itself (from a path or a function, or the
- * default one); a `Deno.Kv` passed in stays yours. Close the generators first.
+ * default one); a `Deno.Kv` passed in stays yours. Close the generators first, or call
+ * `shutdown()` from `@kvid/core`: it closes every generator, then such stores.
  *
  * @example Throwaway in-memory database
  * ```ts
@@ -291,12 +295,142 @@ export class DenoKvStore implements Store, Disposable {
   }
 
   /**
+   * Give back the unused tail `range` of the caller's last reservation (on close): the counter
+   * is set to `range.first - 1` only if it still holds `range.last`, in an atomic operation that
+   * checks the versionstamp read; otherwise nothing changes. Resolves to true when given back.
+   *
+   * @example A reservation of 100 of which 10 were used
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+   * await store.reserve("kvid", "order", 100, options); // IDs 1..100
+   * assert.ok(await store.release("kvid", "order", { first: 11n, last: 100n }));
+   * const next = await store.reserve("kvid", "order", 5, options);
+   * assert.ok(next.ranges[0].first === 11n); // nobody reserved since: 11..100 came back
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @param range The unused IDs, ending at the end of the caller's last reservation.
+   */
+  async release(key: string, field: string, range: IdRange): Promise<boolean> {
+    if (range.first < 1n || range.last < range.first) return false;
+    const kv = await this.#open(key, field);
+    const kvKey = this.kvKey(key, field);
+    try {
+      const entry = await kv.get(kvKey);
+      const value = entry.value;
+      if (!(value instanceof Deno.KvU64) || value.value !== range.last) return false;
+      const done = await kv.atomic().check(entry).set(kvKey, new Deno.KvU64(range.first - 1n))
+        .commit();
+      return done.ok;
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+  }
+
+  /**
+   * The step the counter's processes last used, remembered in the entry
+   * `[...prefix, key, "\0step:" + field]`; see {@linkcode Store.loadStep}.
+   *
+   * @example
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * await store.saveStep("kvid", "order", 4096);
+   * assert.ok(await store.loadStep("kvid", "order") === 4096);
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @returns The remembered step, or undefined.
+   */
+  async loadStep(key: string, field: string): Promise<number | undefined> {
+    const kv = await this.#open(key, field);
+    try {
+      const value = (await kv.get(this.kvKey(key, stepField(field)))).value;
+      return typeof value === "number" && Number.isSafeInteger(value) && value > 0
+        ? value
+        : undefined;
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+  }
+
+  /**
+   * Remember `step` for the counter's next generators; see {@linkcode Store.saveStep}.
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @param step The step to start from.
+   */
+  async saveStep(key: string, field: string, step: number): Promise<void> {
+    const kv = await this.#open(key, field);
+    try {
+      await kv.set(this.kvKey(key, stepField(field)), step);
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+  }
+
+  /**
+   * Delete the counters `[...prefix, key, day]` whose `day` is a `yyyymmdd` date before `before`
+   * and nothing else: the cleanup of a {@linkcode DailyId} on Deno KV (its `keepDays` option and
+   * `cleanup()` call this). Resolves to how many were deleted.
+   *
+   * @example Days before 2026-11-01 go, the rest stays
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using kv = await Deno.openKv(":memory:");
+   * for (const day of ["20261030", "20261031", "20261101", "notaday"]) {
+   *   await kv.set(["kvid:daily:order", day], new Deno.KvU64(5n));
+   * }
+   * using store = new DenoKvStore(kv);
+   * assert.ok(await store.deleteDaysBefore("kvid:daily:order", "20261101") === 2);
+   * assert.ok((await kv.get(["kvid:daily:order", "notaday"])).value !== null);
+   * ```
+   *
+   * @param key The hash key (a `DailyId`'s `key`).
+   * @param before The first day kept, `yyyymmdd`.
+   */
+  async deleteDaysBefore(key: string, before: string): Promise<number> {
+    const field = `<${before}`;
+    if (!DATE_FIELD.test(before)) {
+      throw new RangeError(`DenoKvStore.deleteDaysBefore: not a yyyymmdd day: ${before}`);
+    }
+    const kv = await this.#open(key, field);
+    const prefix = [...this.#prefix, key];
+    let deleted = 0;
+    try {
+      for await (const entry of kv.list({ prefix })) {
+        const day = entry.key[prefix.length];
+        if (entry.key.length !== prefix.length + 1 || typeof day !== "string") continue;
+        if (!DATE_FIELD.test(day) || day >= before) continue;
+        // Only if unchanged since listed: a counter written meanwhile is in use, left alone.
+        const done = await kv.atomic().check(entry).delete(entry.key).commit();
+        if (done.ok) deleted++;
+      }
+    } catch (cause) {
+      throw this.#error(cause, key, field);
+    }
+    return deleted;
+  }
+
+  /**
    * Close the database if the store opened it (a `Deno.Kv` passed in stays open). Later
    * reservations reject with a `"closed"` {@linkcode KvIdError}.
    */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    disown(this);
     if (this.#owned) this.#opened?.close();
     this.#opened = undefined;
   }
@@ -329,6 +463,8 @@ export class DenoKvStore implements Store, Disposable {
         throw new KvIdError("closed", "the DenoKvStore is closed", { key, field });
       }
       this.#opened = opened;
+      // Opened here and held alone: shutdown() closes it after the generators.
+      if (this.#owned) own(this);
       return opened;
     })();
     this.#kv = kv;

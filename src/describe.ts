@@ -6,3 +6,8 @@ export function describe(value: unknown): string {
   if (typeof value === "function") return "a function";
   return `${typeof value} ${String(value)}`;
 }
+
+/** `"KvId option minStep"` for an option, `"KvId nextBatch(count)"` for a method's argument. */
+export function argumentLabel(who: string, what: string): string {
+  return what.includes("(") ? `${who} ${what}` : `${who} option ${what}`;
+}

@@ -24,7 +24,8 @@ import type { IdRange } from "./segment_buffer.ts";
  *
  * @example Three servers, blocks of 10,000
  * ```ts
- * import { InterleavedStore, type InterleavedStoreOptions, KvId } from "@kvid/core";
+ * import { KvId } from "@kvid/core";
+ * import { InterleavedStore, type InterleavedStoreOptions } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * // Factories of the servers' clients, called on the first reservation.
@@ -133,7 +134,7 @@ function healthOf(source: RedisSource): Health {
  *
  * @example Three servers, blocks of 1,000
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
+ * import { KvId } from "@kvid/core";
  *
  * // Same as: new KvId("order", { store: new InterleavedStore([a, b, c], { block: 1000 }) })
  * const ORDER_ID = new KvId("order", { redis: [a, b, c], block: 1000 });

@@ -5,7 +5,7 @@
  */
 
 import { defaultRedis } from "./configure.ts";
-import { describe } from "./describe.ts";
+import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
 import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
 import {
@@ -17,7 +17,8 @@ import {
   toKvIdError,
 } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
-import { SegmentBuffer } from "./segment_buffer.ts";
+import { type IdRange, SegmentBuffer } from "./segment_buffer.ts";
+import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
 /**
@@ -103,6 +104,24 @@ export interface KvIdOptions {
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
   /**
+   * On `close()`, give the unused IDs at the top of the buffer back to the counter when nobody
+   * reserved after this generator: one compare-and-set script sets the counter to the first
+   * unused ID minus 1 only if it still equals the end of the last reservation. Not done without
+   * scripting or with interleaved servers (the IDs stay a gap, as before).
+   *
+   * @default true
+   */
+  giveBack?: boolean;
+  /**
+   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
+   * and on `close()`) and, without `initialStep`, start from the remembered one (within
+   * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
+   * ramp-up. Needs scripting; the Rust crate ignores the field.
+   *
+   * @default true
+   */
+  rememberStep?: boolean;
+  /**
    * Hand out a reservation's IDs only once this many replicas acknowledged it: `WAIT replicas`
    * on the same connection right after the increment, so a failover to a replica cannot
    * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
@@ -130,7 +149,8 @@ export interface KvIdOptions {
  *
  * @example After the first ID
  * ```ts
- * import { KvId, type KvIdStats, type Store } from "@kvid/core";
+ * import { KvId, type KvIdStats } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * let counter = 0n; // an in-memory counter standing in for Redis
@@ -144,7 +164,9 @@ export interface KvIdOptions {
  * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
  * await ORDER_ID.next();
  * const stats: KvIdStats = ORDER_ID.stats();
- * assert.ok(stats.segments === 1 && stats.high === 100n && stats.remaining === 99);
+ * assert.ok(stats.segments === 1 && stats.high === "100" && stats.remaining === 99);
+ * assert.ok(ORDER_ID.high === 100n); // the same mark as a bigint
+ * console.log(JSON.stringify(stats)); // plain data: strings, numbers, booleans
  * ```
  */
 export interface KvIdStats {
@@ -164,14 +186,37 @@ export interface KvIdStats {
   stalls: number;
   /** Round-trip time of the last successful reservation, in ms. */
   lastFetchMs: number | undefined;
-  /** The highest ID reserved so far (0n before the first). */
-  high: bigint;
+  /**
+   * The highest ID reserved so far, as an exact decimal string (`"0"` before the first); the
+   * same value as a `bigint` is {@linkcode KvId.high}.
+   */
+  high: string;
   /** Times the counter was found below `high` and raised (or refused, without `guard`). */
   rollbacks: number;
   /** True while a reservation is in flight or about to start. */
   reserving: boolean;
-  /** The last reservation error, cleared by a success. */
-  lastError: KvIdError | undefined;
+  /** The last reservation error, cleared by a success: its code and message. */
+  lastError: KvIdErrorSummary | undefined;
+}
+
+/**
+ * A {@linkcode KvIdError} as plain data, in {@linkcode KvIdStats.lastError}: stats stay
+ * JSON-safe (`JSON.stringify(ORDER_ID.stats())` works).
+ *
+ * @example Report the last error in a health check
+ * ```ts
+ * import type { KvIdErrorSummary } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const last: KvIdErrorSummary = { code: "timeout", message: "no ID within 5000 ms" };
+ * assert.ok(JSON.parse(JSON.stringify(last)).code === "timeout");
+ * ```
+ */
+export interface KvIdErrorSummary {
+  /** What went wrong ({@linkcode KvIdError.code}). */
+  code: KvIdErrorCode;
+  /** The error's message. */
+  message: string;
 }
 
 /**
@@ -204,7 +249,7 @@ export interface RollbackDetail {
  *
  * @example Order IDs
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
+ * import { KvId } from "@kvid/core";
  * import { connect } from "jsr:@db/redis";
  *
  * const redis = await connect({ hostname: "127.0.0.1", port: 6379 });
@@ -230,8 +275,10 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   next(): Promise<T>;
   /** `count` IDs, increasing, with one await and few round trips. */
   nextBatch(count: number): Promise<T[]>;
-  /** A snapshot of the generator's state. */
+  /** A snapshot of the generator's state: plain data, JSON-safe. */
   stats(): KvIdStats;
+  /** The highest ID reserved so far, exactly (0n before the first); `stats().high` as a bigint. */
+  readonly high: bigint;
   /**
    * Stop: pending and later calls reject with a `"closed"` {@linkcode KvIdError}; waits for an
    * in-flight reservation (at most `timeout` ms). The Redis client is the caller's to close.
@@ -310,6 +357,8 @@ const OPTION_NAMES = new Set([
   "bigint",
   "guard",
   "rollbackMargin",
+  "giveBack",
+  "rememberStep",
   "replicas",
   "stepRule",
   "clock",
@@ -321,6 +370,8 @@ const MAX_REPLICAS = 1_000;
 const BACKOFF_BASE_MS = 20;
 const LEAD_ROUND_TRIPS = 4;
 const BACKOFF_MAX_MS = 2_000;
+/** How often, at most, a changed step is written next to the counter. */
+const STEP_SAVE_MS = 10_000;
 const MAX_ID = (1n << 63n) - 1n;
 
 interface Waiter<T> {
@@ -341,6 +392,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #buf: SegmentBuffer;
   readonly #sizer: StepSizer;
   readonly #maxStep: number;
+  readonly #minStep: number;
   readonly #timeout: number;
   readonly #guard: boolean;
   readonly #failFast: boolean;
@@ -357,6 +409,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   #inflight: Promise<void> | undefined;
   #retryAt = 0;
   #closed = false;
+  #closing: Promise<void> | undefined;
+  // The remembered step: looked up before the first reservation, written when it changed.
+  #stepLoaded: boolean;
+  #savedStep = 0;
+  #savedAt = -Infinity;
+  // A reservation that landed after close(): its range may be given back too.
+  #late: { ranges: IdRange[]; raised: boolean } | undefined;
   #prefetchTimer: ReturnType<typeof setTimeout> | undefined;
   #accepted = 0;
   #slowTrip = 0;
@@ -419,7 +478,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
     const replicas = options.replicas ?? 0;
     checkInteger("replicas", replicas, 0, MAX_REPLICAS);
-    for (const flag of ["bigint", "guard", "failFast"] as const) {
+    for (const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
           `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -468,6 +527,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#buf = new SegmentBuffer({ prefetchAt, safeOnly: !this.#bigint });
     this.#sizer = new StepSizer(minStep, maxStep, segmentDuration, stepRule, initialStep);
     this.#maxStep = maxStep;
+    this.#minStep = minStep;
     this.#timeout = timeout;
     this.#guard = options.guard ?? true;
     this.#failFast = options.failFast ?? true;
@@ -475,6 +535,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#replicas = replicas;
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
+    this.#stepLoaded = options.rememberStep === false || options.initialStep !== undefined;
+    trackGenerator(this);
   }
 
   // The hot path: no I/O, no lock, no allocation but the promise; one comparison before the
@@ -518,7 +580,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch count", count, 0, MAX_BATCH);
+    checkInteger("nextBatch(count)", count, 0, MAX_BATCH);
     const ids: T[] = new Array(count);
     let got = 0;
     if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
@@ -539,16 +601,24 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       failures: this.#failures,
       stalls: this.#stalls,
       lastFetchMs: this.#lastFetchMs,
-      high: this.#buf.high,
+      high: String(this.#buf.high),
       rollbacks: this.#rollbacks,
       reserving: this.#inflight !== undefined || this.#prefetchTimer !== undefined,
-      lastError: this.#lastError,
+      lastError: this.#lastError === undefined
+        ? undefined
+        : { code: this.#lastError.code, message: this.#lastError.message },
     };
+  }
+
+  get high(): bigint {
+    return this.#buf.high;
   }
 
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
+      untrackGenerator(this);
+      const tail = this.#options.giveBack === false ? undefined : this.#buf.unusedTail();
       // Drop what is buffered so the hot path falls through to the closed check.
       this.#buf.clear();
       this.#rejectWaiters(() => this.#closedError());
@@ -556,8 +626,49 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#backoffTimer = undefined;
       clearTimeout(this.#prefetchTimer);
       this.#prefetchTimer = undefined;
+      this.#closing = this.#finishClose(tail);
     }
+    await this.#closing;
+  }
+
+  /**
+   * After the reservation in flight (if any) landed, give back the unused top of what this
+   * generator reserved, if the store can (compare-and-set: only when nobody reserved since),
+   * and remember the step. Bounded by `timeout`; a failure leaves the gap, as without it.
+   */
+  async #finishClose(tail: IdRange | undefined): Promise<void> {
     await this.#inflight;
+    const store = this.#store;
+    const range = this.#options.giveBack === false ? undefined : this.#unusedTop(tail);
+    const work: Promise<unknown>[] = [];
+    if (range !== undefined && store?.release !== undefined) {
+      work.push(store.release(this.key, this.name, range));
+    }
+    if (this.#segments > 0 && this.#stepChanged()) work.push(this.#saveStep());
+    if (work.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        Promise.all(work),
+        new Promise((resolve) => timer = setTimeout(resolve, this.#timeout)),
+      ]);
+    } catch {
+      // Not given back: a gap, as without giveBack.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The unused IDs ending at the counter's value as this generator last saw it, if any. */
+  #unusedTop(tail: IdRange | undefined): IdRange | undefined {
+    const late = this.#late;
+    if (late === undefined) return tail;
+    const r = late.ranges.length === 1 && !late.raised ? late.ranges[0] : undefined;
+    // Only IDs above everything this generator held: a late range below that is a rollback.
+    if (r === undefined || r.first <= this.#buf.high) return undefined;
+    return tail !== undefined && tail.last + 1n === r.first
+      ? { first: tail.first, last: r.last }
+      : r;
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -742,6 +853,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** One reservation, bounded by `timeout`. Never rejects. */
   async #reserve(): Promise<void> {
+    if (!this.#stepLoaded) await this.#loadStep();
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
@@ -781,7 +893,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         if (abandoned && !this.#closed) this.#lateRollback(late, floor);
       }, () => {});
       const reply = await Promise.race([attempt, timeout]);
-      if (this.#closed) return;
+      if (this.#closed) {
+        this.#late = reply;
+        return;
+      }
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
       // IDs taken or asked for so far: what the step rule and the prefetch lead measure.
@@ -815,6 +930,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
       if (typeof added === "string") throw this.#refusal(added, last);
       this.#accepted += added;
+      if (this.#stepChanged() && now - this.#savedAt >= STEP_SAVE_MS) {
+        this.#savedAt = now;
+        void this.#saveStep();
+      }
       this.#failuresInRow = 0;
       this.#retryAt = 0;
       this.#downSince = undefined;
@@ -833,6 +952,52 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       else if (performance.now() - started >= this.#timeout) this.#markDown();
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Start from the step remembered next to the counter, if any (once, before the first
+   * reservation). A failure or no value leaves `minStep`: the step rule grows it as before.
+   */
+  async #loadStep(): Promise<void> {
+    this.#stepLoaded = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const store = this.#store ??= this.#makeStore();
+      if (store.loadStep === undefined) return;
+      const step = await Promise.race([
+        store.loadStep(this.key, this.name),
+        new Promise<undefined>((resolve) =>
+          timer = setTimeout(() => resolve(undefined), this.#timeout / 2)
+        ),
+      ]);
+      if (step !== undefined && !this.#closed) {
+        this.#sizer.step = Math.min(Math.max(step, this.#minStep), this.#maxStep);
+        this.#savedStep = step;
+      }
+    } catch {
+      // No remembered step: start at minStep. A store that cannot be made fails the reservation.
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The step differs from the remembered one (a counter that never left minStep has none). */
+  #stepChanged(): boolean {
+    const step = this.#sizer.step;
+    return step !== this.#savedStep && (step > this.#minStep || this.#savedStep > 0);
+  }
+
+  /** Write the current step next to the counter; best effort. */
+  async #saveStep(): Promise<void> {
+    const step = this.#sizer.step;
+    const store = this.#store;
+    if (store?.saveStep === undefined || this.#options.rememberStep === false) return;
+    this.#savedStep = step;
+    try {
+      await store.saveStep(this.key, this.name, step);
+    } catch {
+      // Best effort: the next change tries again.
     }
   }
 
@@ -945,7 +1110,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
  *
  * @example
  * ```ts ignore
- * import { KvId } from "jsr:@kvid/core";
+ * import { KvId } from "@kvid/core";
  *
  * export const ORDER_ID = new KvId("order"); // uses the client given to configure()
  * export const BIG_ID = new KvId("big", { bigint: true }); // KvId<bigint>
@@ -989,17 +1154,18 @@ function checkName(what: string, value: unknown): asserts value is string {
 }
 
 function checkNumber(what: string, value: unknown, min: number, max: number): void {
+  const subject = argumentLabel("KvId", what);
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`KvId option ${what} must be a number, got ${describe(value)}`);
+    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
   }
   if (!(value >= min && value <= max)) {
-    throw new RangeError(`KvId option ${what} must be between ${min} and ${max}, got ${value}`);
+    throw new RangeError(`${subject} must be between ${min} and ${max}, got ${value}`);
   }
 }
 
 function checkInteger(what: string, value: unknown, min: number, max: number): void {
   checkNumber(what, value, min, max);
   if (!Number.isInteger(value)) {
-    throw new RangeError(`KvId option ${what} must be an integer, got ${value}`);
+    throw new RangeError(`${argumentLabel("KvId", what)} must be an integer, got ${value}`);
   }
 }

@@ -7,6 +7,7 @@
 import { KvIdError } from "./errors.ts";
 import type { IdRange } from "./segment_buffer.ts";
 import { describe } from "./describe.ts";
+import { own } from "./shutdown.ts";
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -39,6 +40,11 @@ export interface RedisClient {
    * set and the client has no {@linkcode RedisClient.waitReplicas}.
    */
   sendCommand?(command: string, args?: string[]): Promise<unknown>;
+  /**
+   * Close the connection; optional. {@linkcode shutdown} calls it on clients a factory made.
+   * `jsr:@db/redis` clients and the adapters' clients have it.
+   */
+  close?(): unknown;
   /**
    * `WAIT replicas timeoutMs` on the connection that just served a command on `key`, resolving
    * to the number of replicas that acknowledged it; optional. The adapters define it so a
@@ -73,7 +79,7 @@ export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient
  *
  * @example One counter, and interleaved servers
  * ```ts
- * import type { Reservation } from "@kvid/core";
+ * import type { Reservation } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * // `HINCRBY kvid order 100` replied 300: one range.
@@ -101,7 +107,7 @@ export interface Reservation {
  *
  * @example What a guarded generator sends
  * ```ts
- * import type { ReserveOptions } from "@kvid/core";
+ * import type { ReserveOptions } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * // A `KvId` with `rollbackMargin: 1000` that reserved IDs up to 300: a counter found below
@@ -133,7 +139,8 @@ export interface ReserveOptions {
  *
  * @example An in-memory store for tests
  * ```ts
- * import { KvId, type Store } from "@kvid/core";
+ * import { KvId } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * const counters = new Map<string, bigint>(); // HINCRBY semantics, with the floor guard
@@ -153,6 +160,46 @@ export interface ReserveOptions {
 export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
+  /**
+   * Optional, for {@linkcode DailyId} cleanup: delete the counters of hash `key` whose field is
+   * a `yyyymmdd` day before `before` (a `yyyymmdd` too), nothing else; resolves to how many.
+   * A `DailyId` on a store without it (and without `redis`) refuses `keepDays`.
+   */
+  deleteDaysBefore?(key: string, before: string): Promise<number>;
+  /**
+   * Optional: give back the unused tail `range` of the caller's last reservation, on close. Sets
+   * the counter to `range.first - 1` only if it still equals `range.last` (nobody reserved
+   * since), atomically; never otherwise. Resolves to true when given back. A store that cannot
+   * do it atomically leaves it out.
+   */
+  release?(key: string, field: string, range: IdRange): Promise<boolean>;
+  /**
+   * Optional: the step the counter's processes last used, remembered next to it (see
+   * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.
+   */
+  loadStep?(key: string, field: string): Promise<number | undefined>;
+  /** Optional: remember `step` next to the counter for the next generator to start from. */
+  saveStep?(key: string, field: string, step: number): Promise<void>;
+}
+
+/**
+ * The hash field holding the step the processes of counter `field` last used: `"\0step:"`
+ * then the name. The NUL byte keeps it apart from counter names a user would choose, and the
+ * Rust crate, which only increments its own field, never reads it.
+ *
+ * @example
+ * ```ts
+ * import { stepField } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(stepField("order") === "\0step:order"); // HGET kvid "\0step:order" -> "65536"
+ * ```
+ *
+ * @param field The counter's name.
+ * @returns The field next to it, in the same hash.
+ */
+export function stepField(field: string): string {
+  return `\0step:${field}`;
 }
 
 /**
@@ -222,6 +269,25 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
 );
 
+// Compare-and-set: lower the counter to ARGV[3] only if it still holds ARGV[2] (the end of the
+// caller's last reservation, compared as a decimal string: exact past 2^53). A counter that
+// interleaved servers own is left alone.
+const RELEASE_SCRIPT = new LuaScript(`if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
+  return 0
+end
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0`);
+
+// Reads (and with ARGV[2], first writes) the remembered step of a counter.
+const STEP_SCRIPT = new LuaScript(`if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  return false
+end
+return redis.call('HGET', KEYS[1], ARGV[1])`);
+
 const MAX_ID = (1n << 63n) - 1n;
 // The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
 const LAYOUT_PREFIX = "\u0000layout:";
@@ -237,10 +303,20 @@ export function resolveRedis(source: RedisSource): Promise<RedisClient> {
   if (typeof source !== "function") return Promise.resolve(source);
   let client = factoryClients.get(source);
   if (client === undefined) {
-    client = (async () => await source())();
-    factoryClients.set(source, client);
+    const made = (async () => await source())();
+    client = made;
+    factoryClients.set(source, made);
     // A factory that failed is called again next time.
-    client.catch(() => factoryClients.delete(source));
+    made.catch(() => factoryClients.delete(source));
+    // The library made this client and holds it alone: shutdown() closes it (and forgets it,
+    // so the factory is called again if a generator is used after that).
+    own({
+      close: async () => {
+        if (factoryClients.get(source) === made) factoryClients.delete(source);
+        const c = await made.catch(() => undefined);
+        await c?.close?.();
+      },
+    });
   }
   return client;
 }
@@ -330,6 +406,54 @@ export class RedisStore implements Store {
       );
     } catch (cause) {
       throw toKvIdError(cause, key, field);
+    }
+  }
+
+  /**
+   * Give back the unused tail of the last reservation; see {@linkcode Store.release}. False
+   * without scripting (a plain read then write could lower a counter another process just
+   * raised).
+   */
+  async release(key: string, field: string, range: IdRange): Promise<boolean> {
+    if (!this.#scripting || range.first < 1n || range.last < range.first) return false;
+    const client = await resolveRedis(this.#source);
+    const args = [field, String(range.last), String(range.first - 1n)];
+    try {
+      return Number(await RELEASE_SCRIPT.run(client, [key], args)) === 1;
+    } catch (err) {
+      if (isReplyError(err) && isNoScripting(err)) {
+        this.#scripting = false;
+        return false;
+      }
+      throw toKvIdError(err, key, field);
+    }
+  }
+
+  /** The remembered step of a counter; see {@linkcode Store.loadStep}. */
+  async loadStep(key: string, field: string): Promise<number | undefined> {
+    const reply = await this.#stepScript(key, field, "");
+    const step = parseInteger(reply)?.value;
+    return step !== undefined && step > 0n && step <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(step)
+      : undefined;
+  }
+
+  /** Remember a counter's step; see {@linkcode Store.saveStep}. */
+  async saveStep(key: string, field: string, step: number): Promise<void> {
+    await this.#stepScript(key, field, String(step));
+  }
+
+  async #stepScript(key: string, field: string, step: string): Promise<unknown> {
+    if (!this.#scripting) return undefined;
+    const client = await resolveRedis(this.#source);
+    try {
+      return await STEP_SCRIPT.run(client, [key], [stepField(field), step]);
+    } catch (err) {
+      if (isReplyError(err) && isNoScripting(err)) {
+        this.#scripting = false;
+        return undefined;
+      }
+      throw toKvIdError(err, key, field);
     }
   }
 

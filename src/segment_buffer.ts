@@ -11,7 +11,7 @@ import { EMPTY_SEGMENT, Segment } from "./segment.ts";
  *
  * @example The range of one `HINCRBY`
  * ```ts
- * import type { IdRange } from "@kvid/core";
+ * import type { IdRange } from "@kvid/core/store";
  * import assert from "node:assert/strict";
  *
  * // `HINCRBY kvid order 100` replied 300: this reservation holds IDs 201..300.
@@ -116,6 +116,26 @@ export class SegmentBuffer {
     if (this.current.remaining > 0 || this.ahead.length === 0) return false;
     this.current = this.ahead.shift()!;
     return true;
+  }
+
+  /**
+   * The unused IDs at the top of the buffer, contiguous up to `high` (the end of the last
+   * reservation): what `close()` may give back to the counter. Undefined when the top ID was
+   * handed out.
+   */
+  unusedTail(): IdRange | undefined {
+    const segments = [this.current, ...this.ahead];
+    let first: bigint | undefined;
+    let end = this.high;
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const s = segments[i];
+      if (s.size === 0) continue;
+      if (s.first + BigInt(s.size) - 1n !== end || s.used >= s.size) break;
+      first = s.first + BigInt(s.used);
+      if (s.used > 0) break;
+      end = s.first - 1n;
+    }
+    return first === undefined ? undefined : { first, last: this.high };
   }
 
   /** Drop everything buffered (the high-water mark stays). */

@@ -68,6 +68,11 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
     kvid(["cleanup", "order", "--keep-days", "3", "--time-zone", "Mars/Base", "--url", url]),
     kvid(["get", "order", "--timeout", "-1"]),
     kvid(["get", "order", "--json"], { KVID_REDIS_URL: "nonsense" }),
+    kvid(["floor", "order", "-5"]),
+    kvid(["next", "order", "-n", "-5"]),
+    kvid(["get", "order", "--verbose"]),
+    kvid(["get", "order", "--url"]),
+    kvid(["daily", "order", "--time-zone", "Mars/Base"]),
   ]);
   const [help, nextHelp, floorHelp, cleanupHelp] = runs;
   for (const r of [help, nextHelp, floorHelp, cleanupHelp]) expect(r, 0);
@@ -97,13 +102,21 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
     /unknown time zone "Mars\/Base"/,
     /--timeout/,
     /not a URL/,
+    /^kvid: floor: negative numbers are not accepted, got "-5"\n/,
+    /^kvid: -n: negative numbers are not accepted, got "-5"\n/,
+    /^kvid: unknown option --verbose\n/,
+    /^kvid: --url needs a value\n/,
+    /unknown time zone "Mars\/Base"/,
   ];
   errors.forEach((r, i) => {
     expect(r, 2, messages[i]);
     assert.equal(r.stdout, "", "nothing on stdout");
   });
+  for (const r of errors) {
+    assert.doesNotMatch(r.stderr, /To specify a positional/, "ours, not Node's");
+  }
   // --json makes errors JSON too.
-  const json = JSON.parse(errors.at(-1)!.stderr);
+  const json = JSON.parse(errors[14].stderr);
   assert.equal(json.error.exit, 2);
 });
 
@@ -153,6 +166,7 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   await seed("HSET", "big", "x", "9007199254740993", "y", "9007199254740993");
   await seed("HSET", "listed", "b", "2", "a", "10", "with space", "3");
   await seed("SET", "str", "x");
+  await seed("HSET", "kvid:daily:view", day(0), "42", day(40), "1", day(10), "7", "x", "1");
   for (const k of ["kvid:daily:dry", "kvid:daily:inv", "kvid:daily:txt"]) {
     await seed("HSET", k, day(40), "1", day(10), "1", day(3), "1", day(0), "1", "x", "1");
   }
@@ -160,8 +174,15 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   // Independent commands, run a few at a time: [args, exit code, stdout or stderr pattern].
   const cases: [string[], number, string | RegExp][] = [
     // next: one HINCRBY, IDs one per line; exact past 2^53.
-    [["next", "a", "-n", "3"], 0, "1\n2\n3\n"],
-    [["next", "b", "--json"], 0, '{"key":"kvid","name":"b","first":"1","last":"1","count":1}\n'],
+    [["next", "a", "-n", "3", "--create"], 0, "1\n2\n3\n"],
+    [
+      ["next", "b", "--json", "--create"],
+      0,
+      '{"key":"kvid","name":"b","first":"1","last":"1","count":1}\n',
+    ],
+    // A name that does not exist (a typo) is refused without --create, and not created.
+    [["next", "ordr"], 1, /no counter "ordr" in hash "kvid".*--create/],
+    [["floor", "ordr", "5"], 1, /no counter "ordr" in hash "kvid".*--create/],
     [["next", "y", "--key", "big", "-n", "2"], 0, "9007199254740994\n9007199254740995\n"],
     // get: exact, text or JSON; --url beats the environment.
     [["get", "order"], 0, "4\n"],
@@ -178,7 +199,7 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
     [["list", "--key", "nothing-here"], 0, ""],
     // floor: raises, leaves equal, refuses to lower; 19-digit values compared exactly.
     [
-      ["floor", "m1", "120000", "--json"],
+      ["floor", "m1", "120000", "--json", "--create"],
       0,
       '{"key":"kvid","name":"m1","old":null,"new":"120000","raised":true}\n',
     ],
@@ -204,6 +225,21 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
     [["get", "text"], 1, /"abc", not an integer/],
     [["floor", "text", "5"], 1, /"abc", not an integer/],
     [["next", "text"], 1, /not hold an integer/],
+    // daily: the day counters, oldest first, today marked.
+    [
+      ["daily", "view"],
+      0,
+      `${day(40)}\t1\n${day(10)}\t7\n${day(0)}\t42\t(today)\n`,
+    ],
+    [
+      ["daily", "view", "--json"],
+      0,
+      JSON.stringify({
+        key: "kvid:daily:view",
+        today: day(0),
+        days: { [day(40)]: "1", [day(10)]: "7", [day(0)]: "42" },
+      }) + "\n",
+    ],
     // cleanup: today is 0 days old; other fields are left alone.
     [["cleanup", "dry", "--keep-days", "5", "--dry-run"], 0, `${day(40)}\n${day(10)}\n`],
     [
@@ -230,6 +266,7 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   assert.equal(await hget("kvid", "m4"), "130000", "not lowered");
   assert.equal(await hget("kvid", "huge2"), "9223372036854775806", "not lowered");
   assert.equal(await hget("kvid", "text"), "abc", "left untouched");
+  assert.equal(await hget("kvid", "ordr"), null, "a typo created nothing");
   const keys = async (k: string) => (await command(url, "HKEYS", k) as string[]).sort();
   assert.deepEqual(await keys("kvid:daily:dry"), [day(40), day(10), day(3), day(0), "x"].sort());
   assert.deepEqual(await keys("kvid:daily:inv"), [day(3), day(0), "x"].sort());

@@ -105,9 +105,12 @@ export class Spy implements RedisClient {
     return this.#track(Number(n), () => this.#inner.hincrby(key, field, n));
   }
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
+    // Only the reserve script (4 arguments) is a reservation; giving IDs back on close is not.
+    if (args.length !== 4) return this.#inner.eval(script, keys, args);
     return this.#track(Number(args[1]), () => this.#inner.eval(script, keys, args), false);
   }
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
+    if (args.length !== 4) return this.#inner.evalsha(sha, keys, args);
     return this.#track(Number(args[1]), () => this.#inner.evalsha(sha, keys, args));
   }
 

@@ -5,7 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { KvId, KvIdError, type Reservation, type ReserveOptions, type Store } from "../mod.ts";
+import { KvId, KvIdError } from "../mod.ts";
+import type { Reservation, ReserveOptions, Store } from "../src/store.ts";
 import { SegmentBuffer } from "../src/segment_buffer.ts";
 import { StepSizer } from "../src/step.ts";
 

@@ -75,7 +75,7 @@ Deno.test("options: wrong types are TypeErrors, out of range RangeErrors, each n
 Deno.test("nextBatch: the count must be an integer from 0 to 10,000,000", async () => {
   await using id = new KvId("x", { redis });
   for (const bad of [-1, 1.5, NaN, 10_000_001, "3"]) {
-    await assert.rejects(id.nextBatch(bad as number), /nextBatch count/);
+    await assert.rejects(id.nextBatch(bad as number), /nextBatch\(count\) must/);
   }
 });
 

@@ -19,7 +19,8 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { KvId, KvIdError, type Store } from "../mod.ts";
+import { KvId, KvIdError } from "../mod.ts";
+import type { Store } from "../src/store.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { type Proxy, startProxy } from "./proxy.ts";

@@ -1,7 +1,8 @@
 /**
  * Type-check every TypeScript block of README.md (fenced as `ts`) as the module a user would
- * write from it, with `jsr:@kvid/core` (and its sub-exports) resolved to this checkout. Blocks
- * fenced as `ts ignore` are skipped: they need a package CI cannot reach (`jsr:@db/redis`).
+ * write from it, with `@kvid/core` and `jsr:@kvid/core` (and their sub-exports) resolved to this
+ * checkout. Blocks fenced as `ts ignore` are skipped: they need a package CI cannot reach
+ * (`jsr:@db/redis`).
  *
  * Run by `deno task check`: `deno run -A tests/readme_check.ts`. Each block becomes a file named
  * after its first README line, so an error points at the README.
@@ -30,6 +31,7 @@ try {
   const imports: Record<string, string> = {};
   for (const [name, path] of Object.entries(config.exports)) {
     imports[`jsr:@kvid/core${name.slice(1)}`] = new URL(path, root).href;
+    imports[`@kvid/core${name.slice(1)}`] = new URL(path, root).href;
   }
   await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify({ imports }));
   const { code } = await new Deno.Command(Deno.execPath(), {

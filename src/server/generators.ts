@@ -6,8 +6,7 @@
  */
 
 import { DailyId } from "../daily.ts";
-import type { KvIdError } from "../errors.ts";
-import { KvId } from "../kvid.ts";
+import { KvId, type KvIdErrorSummary } from "../kvid.ts";
 import type { Store } from "../redis_store.ts";
 import { Histogram } from "./metrics.ts";
 import { RateRing } from "./rates.ts";
@@ -112,7 +111,7 @@ export class Entry {
 
   /** The engine's own state, mapped to JSON-safe values. */
   snapshot(nowMs: number): GeneratorSnapshot {
-    let step = 0, remaining = 0, stalls = 0, lastError: KvIdError | undefined, day = null;
+    let step = 0, remaining = 0, stalls = 0, lastError: KvIdErrorSummary | undefined, day = null;
     if (this.gen instanceof KvId) {
       const s = (this.gen as KvId<bigint>).stats();
       ({ step, remaining, stalls, lastError } = s);

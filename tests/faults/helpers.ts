@@ -256,6 +256,8 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVAL`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
+    // Only the reserve script (4 arguments) reserves; the step and give-back scripts do not.
+    if (args.length !== 4) return this.#inner.eval(script, keys, args);
     return this.#track(
       "eval",
       script,
@@ -268,6 +270,7 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVALSHA`. */
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
+    if (args.length !== 4) return this.#inner.evalsha(sha, keys, args);
     return this.#track(
       "evalsha",
       sha,

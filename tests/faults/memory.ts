@@ -7,7 +7,8 @@
  * @module
  */
 
-import { KvId, type Store } from "../../mod.ts";
+import { KvId } from "../../mod.ts";
+import type { Store } from "../../src/store.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with --v8-flags=--expose-gc");
