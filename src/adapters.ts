@@ -230,6 +230,7 @@ class BunRedisReplyError extends Error {
 export function fromBunRedis(client: BunRedisLike): RedisClient {
   checkMethods(client, "fromBunRedis", ["send"]);
   let reconnecting: Promise<unknown> | undefined;
+  let closed = false;
   const send = async (command: string, args: string[]): Promise<unknown> => {
     try {
       return await client.send(command, args);
@@ -240,9 +241,11 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
       }
       // Once its reconnect attempts ran out, Bun's client fails every command ("Connection has
       // failed") until connect() is called: call it, one at a time, so a later try can succeed.
+      // (Only in that state: a client closed on purpose is left closed.)
       if (
         code === "ERR_REDIS_CONNECTION_CLOSED" && typeof client.connect === "function" &&
-        reconnecting === undefined
+        reconnecting === undefined && !closed &&
+        /Connection has failed|Max reconnection attempts/.test((err as Error).message)
       ) {
         reconnecting = Promise.resolve().then(() => client.connect!()).catch(() => {}).finally(
           () => reconnecting = undefined,
@@ -258,7 +261,10 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
     evalsha: (sha1, keys, args) =>
       send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
     sendCommand: (command, args = []) => send(command, args.map(String)),
-    close: () => client.close?.(),
+    close: () => {
+      closed = true;
+      return client.close?.();
+    },
   };
 }
 
