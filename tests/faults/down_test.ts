@@ -66,7 +66,9 @@ for (const kind of CLIENTS) {
       const err = await rejectsWith(id.next(), "timeout", /800 ms/);
       const waited = performance.now() - started;
       assert.ok(waited >= timeout - 1, `rejected early, after ${waited} ms`);
-      assert.ok(waited < timeout + 1_500, `rejected late, after ${waited} ms`);
+      // Late only by what a loaded machine delays a timer: a bound no speed reaches, far below
+      // the next deadline's worth of waiting.
+      assert.ok(waited < timeout + 5_000, `rejected late, after ${waited} ms`);
       assert.equal(
         (err.cause as KvIdError | undefined)?.code,
         "connection",
@@ -85,7 +87,7 @@ for (const kind of CLIENTS) {
         const gap = tries[k].start - tries[k - 1].end!;
         const full = Math.min(BACKOFF_MAX_MS, timeout / 2, BACKOFF_BASE_MS * 2 ** (k - 1));
         assert.ok(gap >= full / 2 - 2, `wait ${k} was ${gap} ms, less than half of ${full}`);
-        assert.ok(gap <= full + 500, `wait ${k} was ${gap} ms, for at most ${full}`);
+        assert.ok(gap <= full + 2_000, `wait ${k} was ${gap} ms, for at most ${full}`);
       }
       const { failures, stalls, lastError } = id.stats();
       assert.ok(failures >= tries.length - 1, `failures ${failures}`);
@@ -123,7 +125,8 @@ Deno.test({
         minStep: 1,
         maxStep: 1,
         prefetchAt: 0,
-        timeout: 700,
+        // Long enough for 6 attempts (waits of at most 20+40+80+160+320 ms) on a slow machine.
+        timeout: 2_000,
         failFast: false,
       })
     );
@@ -138,7 +141,8 @@ Deno.test({
         assert.ok(tries.length >= 6, `only ${tries.length} attempts`);
         return tries[5].start - tries[4].end!;
       });
-      const spread = Math.max(...waits) - Math.min(...waits);
+      const spread = waits.reduce((a, b) => Math.max(a, b)) -
+        waits.reduce((a, b) => Math.min(a, b));
       assert.ok(spread >= 5, `waits ${waits.map((w) => w.toFixed(1)).join(", ")}: no jitter`);
       assert.ok(waits.every((w) => w >= 78), `waits ${waits.join(", ")}`);
     } finally {

@@ -116,7 +116,8 @@ for (const kind of CLIENTS) {
               // Refusals fail fast: the next caller does not wait out the timeout.
               const started = performance.now();
               await rejectsWith(id.next(), code);
-              assert.ok(performance.now() - started < 1_000);
+              // Well under the 5 s timeout it would otherwise wait out.
+              assert.ok(performance.now() - started < 2_500);
               assert.equal(await command(server.url, "HGET", key, field), value, "left as is");
             }
             await assertSentinelsUntouched(server);
