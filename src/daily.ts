@@ -18,9 +18,9 @@ import {
   type RedisClient,
   type RedisSource,
   resolveRedis,
-  type Store,
-  toKvIdError,
 } from "./redis_store.ts";
+import type { Store } from "./store_contract.ts";
+import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 
 /**

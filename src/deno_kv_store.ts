@@ -35,12 +35,17 @@
 
 import { KvIdError } from "./errors.ts";
 import { disown, own } from "./shutdown.ts";
-import { type Reservation, type ReserveOptions, stepField, type Store } from "./redis_store.ts";
-import type { IdRange } from "./segment_buffer.ts";
+import {
+  type IdRange,
+  type Reservation,
+  type ReserveOptions,
+  stepField,
+  type Store,
+} from "./store_contract.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };
-export type { IdRange } from "./segment_buffer.ts";
+export type { IdRange };
 
 /**
  * Where a {@linkcode DenoKvStore} gets its database: an open `Deno.Kv` (yours to close), a path

@@ -4,20 +4,14 @@
  * @module
  */
 
-import { defaultRedis } from "./configure.ts";
 import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
-import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
-import {
-  checkRedisSource,
-  type RedisSource,
-  RedisStore,
-  type Reservation,
-  type Store,
-  toKvIdError,
-} from "./redis_store.ts";
+import { checkRedisOption, storeForRedis } from "./redis_option.ts";
+import type { RedisSource } from "./redis_store.ts";
 import type { Segment } from "./segment.ts";
-import { type IdRange, SegmentBuffer } from "./segment_buffer.ts";
+import { SegmentBuffer } from "./segment_buffer.ts";
+import type { IdRange, Reservation, Store } from "./store_contract.ts";
+import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
@@ -494,17 +488,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
-    if (Array.isArray(options.redis)) {
-      if (options.redis.length === 0 || options.redis.length > MAX_SERVERS) {
-        throw new RangeError(`KvId option redis must list 1 to ${MAX_SERVERS} servers`);
-      }
-      options.redis.forEach((r, i) => checkRedisSource(`KvId option redis[${i}]`, r));
-      if (new Set(options.redis).size !== options.redis.length) {
-        throw new TypeError("KvId option redis lists the same client twice");
-      }
-    } else if (options.redis !== undefined) {
-      checkRedisSource("KvId option redis", options.redis);
-    }
+    checkRedisOption("KvId", options.redis);
     if (options.block !== undefined) {
       checkInteger("block", options.block, 1, Number.MAX_SAFE_INTEGER);
       if (!Array.isArray(options.redis)) {
@@ -1002,18 +986,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   #makeStore(): Store {
-    const redis = this.#options.redis ?? defaultRedis();
-    if (redis === undefined) {
-      throw new KvIdError(
-        "config",
-        "no Redis client: pass { redis } to new KvId() or call configure({ redis })",
-        { key: this.key, field: this.name },
-      );
-    }
-    if (Array.isArray(redis)) {
-      return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
-    }
-    return storeFor(redis);
+    return storeForRedis(this.#options.redis, {
+      key: this.key,
+      field: this.name,
+      block: this.#options.block,
+      timeout: this.#timeout,
+    });
   }
 
   /** An abandoned reservation's reply that found the counter below the mark: report it. */
@@ -1117,14 +1095,6 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
  * ```
  */
 export const KvId: KvIdConstructor = KvIdImpl as unknown as KvIdConstructor;
-
-const stores = new WeakMap<object, Store>();
-/** One store per client, so generators sharing a client share what it learned. */
-function storeFor(redis: RedisSource): Store {
-  let store = stores.get(redis);
-  if (store === undefined) stores.set(redis, store = new RedisStore(redis));
-  return store;
-}
 
 function isTransient(code: KvIdErrorCode): boolean {
   return code === "connection" || code === "timeout" || code === "conflict" ||

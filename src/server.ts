@@ -20,15 +20,8 @@
 import { fromNodeRedis, type NodeRedisLike } from "./adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "./deno_kv_store.ts";
 import { KvIdError } from "./errors.ts";
-import {
-  type RedisClient,
-  type RedisSource,
-  RedisStore,
-  type Reservation,
-  type ReserveOptions,
-  resolveRedis,
-  type Store,
-} from "./redis_store.ts";
+import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
 import { type Entry, Generators, type Kind } from "./server/generators.ts";
 import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
@@ -36,8 +29,7 @@ import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
 import { errorResponse } from "./server/respond.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
-export type { RedisClient, RedisSource, Reservation, ReserveOptions, Store };
-export type { IdRange } from "./segment_buffer.ts";
+export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.

@@ -25,5 +25,10 @@
  */
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
-export { type Reservation, type ReserveOptions, stepField, type Store } from "./redis_store.ts";
-export type { IdRange } from "./segment_buffer.ts";
+export {
+  type IdRange,
+  type Reservation,
+  type ReserveOptions,
+  stepField,
+  type Store,
+} from "./store_contract.ts";

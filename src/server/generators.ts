@@ -7,7 +7,7 @@
 
 import { DailyId } from "../daily.ts";
 import { KvId, type KvIdErrorSummary } from "../kvid.ts";
-import type { Store } from "../redis_store.ts";
+import type { Store } from "../store_contract.ts";
 import { Histogram } from "./metrics.ts";
 import { RateRing } from "./rates.ts";
 
