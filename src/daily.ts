@@ -7,7 +7,6 @@
 
 import type { StepRule } from "./step.ts";
 import { defaultRedis } from "./configure.ts";
-import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError } from "./errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
@@ -22,6 +21,7 @@ import {
 import type { Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
+import { checkInteger, describe } from "./validate.ts";
 
 /**
  * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
@@ -612,7 +612,7 @@ export async function cleanupFrom(
   today: Day,
   keepDays: number,
 ): Promise<Day> {
-  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  checkInteger("DailyId", "keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   const serverDay = zone.dayAt(await serverNow(client));
   return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
 }
@@ -622,7 +622,7 @@ export async function cleanupFrom(
  * more than `keepDays` days old.
  */
 export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+  checkInteger("DailyId", "cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   return addDays(today, -keepDays);
 }
 
@@ -723,7 +723,16 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     const digits = options.digits ?? 6;
-    checkInteger("digits", digits, 1, MAX_DIGITS[format]);
+    checkInteger(
+      "DailyId",
+      "digits",
+      digits,
+      1,
+      MAX_DIGITS[format],
+      format === "number"
+        ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
+        : "",
+    );
     const timeZone = options.timeZone ?? "UTC";
     if (typeof timeZone !== "string") {
       throw new TypeError(`DailyId option timeZone must be a string, got ${describe(timeZone)}`);
@@ -738,7 +747,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     if (options.keepDays !== undefined) {
-      checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+      checkInteger("DailyId", "keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     }
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(
@@ -758,9 +767,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 
     const maxSeq = 10 ** digits - 1;
     const minStep = options.minStep ?? 1;
-    checkInteger("minStep", minStep, 1, maxSeq);
+    checkInteger("DailyId", "minStep", minStep, 1, maxSeq);
     const maxStep = options.maxStep ?? Math.max(minStep, 10 ** Math.max(0, digits - 3));
-    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    checkInteger("DailyId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
 
     const inner: KvIdOptions & { bigint?: false } = {
       // A day's counter is used for one day: a remembered step would be a field left per day.
@@ -829,7 +838,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch(count)", count, 0, MAX_BATCH, "DailyId");
+    checkInteger("DailyId", "nextBatch(count)", count, 0, MAX_BATCH);
     for (;;) {
       if (this.#closed) throw this.#closedError();
       const now = this.#clock();
@@ -884,7 +893,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (options === null || typeof options !== "object") {
       throw new TypeError("DailyId cleanup() takes { keepDays }");
     }
-    checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+    checkInteger("DailyId", "keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     const now = this.#readClock();
     return (await this.#cleanup(this.#zone.dayAt(now), options.keepDays)).deleted;
   }
@@ -1090,25 +1099,3 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
  * ```
  */
 export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
-
-function checkNumber(what: string, value: unknown, min: number, max: number, who = "DailyId") {
-  const subject = argumentLabel(who, what);
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
-  }
-  if (!(value >= min && value <= max)) {
-    const hint = what === "digits" && value > max && max === MAX_DIGITS.number
-      ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
-      : "";
-    throw new RangeError(
-      `${subject} must be between ${min} and ${max}, got ${value}${hint}`,
-    );
-  }
-}
-
-function checkInteger(what: string, value: unknown, min: number, max: number, who = "DailyId") {
-  checkNumber(what, value, min, max, who);
-  if (!Number.isInteger(value)) {
-    throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
-  }
-}

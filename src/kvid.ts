@@ -4,7 +4,6 @@
  * @module
  */
 
-import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
 import { checkRedisOption, storeForRedis } from "./redis_option.ts";
 import type { RedisSource } from "./redis_store.ts";
@@ -12,6 +11,7 @@ import type { Segment } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import type { IdRange, Reservation, Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
+import { checkInteger, checkName, checkNumber, describe } from "./validate.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { type StepRule, StepSizer } from "./step.ts";
 
@@ -357,7 +357,6 @@ const OPTION_NAMES = new Set([
   "stepRule",
   "clock",
 ]);
-const MAX_NAME_BYTES = 4096;
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
 const MAX_REPLICAS = 1_000;
@@ -443,7 +442,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   constructor(name: string, options: KvIdOptions = {}) {
     super();
-    checkName("name", name);
+    checkName("KvId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`KvId options must be an object, got ${describe(options)}`);
     }
@@ -455,23 +454,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
     }
     const key = options.key ?? "kvid";
-    checkName("key", key);
+    checkName("KvId", "key", key);
     const minStep = options.minStep ?? 1;
-    checkInteger("minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
     const maxStep = options.maxStep ?? Math.max(1_000_000, minStep);
-    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
     const initialStep = options.initialStep ?? minStep;
-    checkInteger("initialStep", initialStep, minStep, maxStep);
+    checkInteger("KvId", "initialStep", initialStep, minStep, maxStep);
     const segmentDuration = options.segmentDuration ?? 600_000;
-    checkNumber("segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
+    checkNumber("KvId", "segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
     const prefetchAt = options.prefetchAt ?? 0.2;
-    checkNumber("prefetchAt", prefetchAt, 0, 1);
+    checkNumber("KvId", "prefetchAt", prefetchAt, 0, 1);
     const timeout = options.timeout ?? 5_000;
-    checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
+    checkNumber("KvId", "timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
-    checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
     const replicas = options.replicas ?? 0;
-    checkInteger("replicas", replicas, 0, MAX_REPLICAS);
+    checkInteger("KvId", "replicas", replicas, 0, MAX_REPLICAS);
     for (const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
@@ -490,7 +489,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     }
     checkRedisOption("KvId", options.redis);
     if (options.block !== undefined) {
-      checkInteger("block", options.block, 1, Number.MAX_SAFE_INTEGER);
+      checkInteger("KvId", "block", options.block, 1, Number.MAX_SAFE_INTEGER);
       if (!Array.isArray(options.redis)) {
         throw new TypeError("KvId option block needs several servers in the redis option");
       }
@@ -564,7 +563,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch(count)", count, 0, MAX_BATCH);
+    checkInteger("KvId", "nextBatch(count)", count, 0, MAX_BATCH);
     const ids: T[] = new Array(count);
     let got = 0;
     if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
@@ -1106,36 +1105,4 @@ function backoff(failures: number, cap: number): number {
   // Capped by half the timeout, so a caller waiting `timeout` sees at least one retry.
   const ms = Math.min(BACKOFF_MAX_MS, cap, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 16));
   return ms / 2 + Math.random() * ms / 2;
-}
-
-const utf8 = new TextEncoder();
-function checkName(what: string, value: unknown): asserts value is string {
-  if (typeof value !== "string") {
-    throw new TypeError(`KvId ${what} must be a string, got ${describe(value)}`);
-  }
-  if (value.length === 0) throw new TypeError(`KvId ${what} must not be empty`);
-  if (!value.isWellFormed()) {
-    throw new TypeError(`KvId ${what} must be well-formed Unicode (it has a lone surrogate)`);
-  }
-  const bytes = utf8.encode(value).length;
-  if (bytes > MAX_NAME_BYTES) {
-    throw new TypeError(`KvId ${what} is ${bytes} UTF-8 bytes, more than ${MAX_NAME_BYTES}`);
-  }
-}
-
-function checkNumber(what: string, value: unknown, min: number, max: number): void {
-  const subject = argumentLabel("KvId", what);
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
-  }
-  if (!(value >= min && value <= max)) {
-    throw new RangeError(`${subject} must be between ${min} and ${max}, got ${value}`);
-  }
-}
-
-function checkInteger(what: string, value: unknown, min: number, max: number): void {
-  checkNumber(what, value, min, max);
-  if (!Number.isInteger(value)) {
-    throw new RangeError(`${argumentLabel("KvId", what)} must be an integer, got ${value}`);
-  }
 }

@@ -5,7 +5,7 @@
  */
 
 import { KvIdError } from "./errors.ts";
-import { describe } from "./describe.ts";
+import { describe } from "./validate.ts";
 import { own } from "./shutdown.ts";
 import {
   type IdRange,
