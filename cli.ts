@@ -19,7 +19,8 @@
 
 import { parseArgs } from "node:util";
 import { fromNodeRedis } from "./src/adapters.ts";
-import { cleanupFrom, deleteDaysBefore, oldDays, ZonedDays } from "./src/daily.ts";
+import { ZonedDays } from "./src/calendar.ts";
+import { cleanupFrom, deleteDaysBefore, oldDays } from "./src/daily_cleanup.ts";
 import { KvIdError } from "./src/errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./src/interleaved_store.ts";
 import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./src/redis_store.ts";

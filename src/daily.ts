@@ -5,15 +5,19 @@
  * @module
  */
 
-import type { StepRule } from "./step.ts";
+import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
 import { defaultRedis } from "./configure.ts";
+import {
+  cleanupFrom,
+  deleteDaysBefore,
+  keepFrom,
+  MAX_KEEP_DAYS,
+  MIN_KEEP_DAYS,
+} from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
 import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
 import {
   checkRedisSource,
-  isNoScripting,
-  LuaScript,
   type RedisClient,
   type RedisSource,
   resolveRedis,
@@ -21,6 +25,7 @@ import {
 import type { Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
+import type { StepRule } from "./step.ts";
 import { checkInteger, describe } from "./validate.ts";
 
 /**
@@ -378,128 +383,6 @@ export interface DailyIdConstructor {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Calendar days in an IANA time zone
-
-/** A calendar day. */
-export interface Day {
-  /** Year, 1000 to 9999. */
-  year: number;
-  /** Month, 1 to 12. */
-  month: number;
-  /** Day of the month, 1 to 31. */
-  day: number;
-  /** `yyyymmdd` as a number. */
-  ymd: number;
-  /** `yyyymmdd`. */
-  text: string;
-}
-
-/** The earliest and latest clock readings accepted: 4-digit years in every zone. */
-export const MIN_EPOCH_MS: number = Date.UTC(1000, 0, 2);
-/** See {@linkcode MIN_EPOCH_MS}. */
-export const MAX_EPOCH_MS: number = Date.UTC(9999, 11, 30);
-const DAY_MS = 86_400_000;
-
-/** Make a {@linkcode Day} from its parts. */
-export function makeDay(year: number, month: number, day: number): Day {
-  const ymd = year * 10_000 + month * 100 + day;
-  return { year, month, day, ymd, text: String(ymd) };
-}
-
-/** The day `n` days after `day` (before, if negative), by the Gregorian calendar. */
-export function addDays(day: Day, n: number): Day {
-  const d = new Date(Date.UTC(day.year, day.month - 1, day.day + n));
-  return makeDay(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate());
-}
-
-/**
- * Local calendar days of one IANA time zone, from `Intl.DateTimeFormat`. Only the day
- * boundaries are computed here; the hot path compares the clock with a precomputed instant.
- */
-export class ZonedDays {
-  /** The canonical zone name. */
-  readonly timeZone: string;
-  readonly #fmt: Intl.DateTimeFormat;
-
-  /** @param timeZone An IANA zone name (or an offset like `"+08:00"`); RangeError if unknown. */
-  constructor(timeZone: string) {
-    this.#fmt = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      calendar: "gregory",
-      numberingSystem: "latn",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-      hourCycle: "h23",
-    });
-    this.timeZone = this.#fmt.resolvedOptions().timeZone;
-  }
-
-  /** The local day at epoch ms `t`. */
-  dayAt(t: number): Day {
-    const p = this.#parts(t);
-    return makeDay(p[0], p[1], p[2]);
-  }
-
-  /**
-   * The first instant at or after `from` when the local date is past `day`: the next local
-   * midnight, or the end of a DST jump that skips it. `from` must be before that instant.
-   */
-  endOf(day: Day, from: number): number {
-    const target = Date.UTC(day.year, day.month - 1, day.day + 1); // next midnight, wall time
-    let x = from;
-    let offset = this.#offset(x);
-    // Offsets change rarely (DST, zone history): each round handles one change before midnight.
-    for (let round = 0; round < 16; round++) {
-      const guess = target - offset; // when the wall clock reaches midnight if the offset holds
-      if (guess <= x) return x;
-      if (this.#offset(guess) === offset) return guess;
-      // The offset changes in (x, guess]: find the first instant of the new one.
-      let lo = x;
-      let hi = guess;
-      while (hi - lo > 1) {
-        const mid = lo + Math.floor((hi - lo) / 2);
-        if (this.#offset(mid) === offset) lo = mid;
-        else hi = mid;
-      }
-      x = hi;
-      offset = this.#offset(x);
-      if (x + offset >= target) return x; // the jump skipped midnight: the day starts here
-    }
-    return x + DAY_MS; // unreachable with real zone data; a later call recomputes
-  }
-
-  /** Wall-clock time minus UTC, in ms, at `t`. */
-  #offset(t: number): number {
-    const p = this.#parts(t);
-    const ms = ((t % 1000) + 1000) % 1000;
-    return Date.UTC(p[0], p[1] - 1, p[2], p[3] % 24, p[4], p[5]) + ms - t;
-  }
-
-  /** [year, month, day, hour, minute, second] local at `t`. */
-  #parts(t: number): number[] {
-    const out = [0, 0, 0, 0, 0, 0];
-    for (const { type, value } of this.#fmt.formatToParts(t)) {
-      const i = PART_INDEX[type];
-      if (i !== undefined) out[i] = Number(value);
-    }
-    return out;
-  }
-}
-
-const PART_INDEX: Record<string, number | undefined> = {
-  year: 0,
-  month: 1,
-  day: 2,
-  hour: 3,
-  minute: 4,
-  second: 5,
-};
-
-// ---------------------------------------------------------------------------------------------
 // Limits
 
 /** The largest `digits` such that every ID up to 9999-12-31 stays within `limit`. */
@@ -516,116 +399,9 @@ export const MAX_DIGITS: Readonly<Record<DailyIdFormat, number>> = Object.freeze
   string: maxDigitsWithin(2n ** 63n - 1n),
 });
 
-const MIN_KEEP_DAYS = 1;
-const MAX_KEEP_DAYS = 100_000;
 const MAX_BATCH = 10_000_000;
 /** Beyond `timeout`, how long the event loop may stall and a waiting call still be rechecked. */
 const RECHECK_SLACK_MS = 60_000;
-
-// ---------------------------------------------------------------------------------------------
-// Cleanup
-
-// Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
-// strings); other fields are left alone, and so is a date-named counter of interleaved servers
-// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
-const CLEANUP_SCRIPT = new LuaScript(`local n = 0
-for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
-    and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
-    redis.call('HDEL', KEYS[1], f)
-    n = n + 1
-  end
-end
-return n`);
-
-const DATE_FIELD = /^\d{8}$/;
-
-/**
- * The fields among `fields` (all of one hash) that a cleanup deletes: `yyyymmdd` dates before
- * `before`, except a date-named counter of interleaved servers (its layout field is there too).
- */
-export function oldDays(fields: readonly string[], before: string): string[] {
-  const all = new Set(fields);
-  return fields.filter((f) =>
-    DATE_FIELD.test(f) && f < before && !all.has(LAYOUT_FIELD_PREFIX + f)
-  );
-}
-
-/**
- * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
- * script). A server without scripting gets `HKEYS` then `HDEL` through `sendCommand`.
- * Resolves to how many were deleted.
- */
-export async function deleteDaysBefore(
-  client: RedisClient,
-  key: string,
-  before: string,
-): Promise<number> {
-  if (!DATE_FIELD.test(before)) throw new RangeError(`not a yyyymmdd day: ${describe(before)}`);
-  const field = `<${before}`;
-  try {
-    let reply: unknown;
-    try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
-    } catch (err) {
-      if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
-      const fields = await client.sendCommand("HKEYS", [key]);
-      const old = oldDays((Array.isArray(fields) ? fields : []).map(String), before);
-      reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
-    }
-    const n = Number(reply);
-    if (!Number.isSafeInteger(n)) throw new Error(`unexpected cleanup reply ${String(reply)}`);
-    return n;
-  } catch (err) {
-    throw toKvIdError(err, key, field);
-  }
-}
-
-const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
-
-/**
- * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
- * Sent through `sendCommand` when the client has it, else as a script.
- */
-export async function serverNow(client: RedisClient): Promise<number> {
-  const reply = client.sendCommand !== undefined
-    ? await client.sendCommand("TIME", [])
-    : await TIME_SCRIPT.run(client, [], []);
-  const number = (x: unknown) =>
-    Number(x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x));
-  const [seconds, micros] = Array.isArray(reply) ? reply.map(number) : [];
-  const ms = seconds * 1000 + Math.floor(micros / 1000);
-  if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
-    throw new Error(`unexpected TIME reply ${String(reply)}`);
-  }
-  return ms;
-}
-
-/**
- * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
- * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
- * whose clock runs ahead cannot delete a day that processes with right clocks still use.
- */
-export async function cleanupFrom(
-  client: RedisClient,
-  zone: ZonedDays,
-  today: Day,
-  keepDays: number,
-): Promise<Day> {
-  checkInteger("DailyId", "keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  const serverDay = zone.dayAt(await serverNow(client));
-  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
-}
-
-/**
- * The first day kept by a cleanup with `keepDays` when today is `today`: days before it are
- * more than `keepDays` days old.
- */
-export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("DailyId", "cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  return addDays(today, -keepDays);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The generator
 

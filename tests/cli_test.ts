@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { addDays, ZonedDays } from "../src/daily.ts";
+import { addDays, ZonedDays } from "../src/calendar.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
