@@ -18,12 +18,12 @@
  */
 
 import { parseArgs } from "node:util";
-import { fromNodeRedis } from "./src/adapters.ts";
-import { ZonedDays } from "./src/calendar.ts";
-import { cleanupFrom, deleteDaysBefore, oldDays } from "./src/daily_cleanup.ts";
-import { KvIdError } from "./src/errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./src/interleaved_store.ts";
-import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./src/redis_store.ts";
+import { fromNodeRedis } from "./adapters.ts";
+import { ZonedDays } from "./calendar.ts";
+import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
+import { KvIdError } from "./errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
+import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
 
 /** The exit codes of {@linkcode main}. */
 export const EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; unreachable: 3 }> = Object.freeze({
