@@ -31,25 +31,23 @@ export {
 } from "./src/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/configure.ts";
 export { shutdown } from "./src/shutdown.ts";
-export {
-  type DailyCleanupDetail,
-  DailyId,
-  type DailyIdConstructor,
-  type DailyIdFormat,
-  type DailyIdOptions,
-  type DailyIdStats,
-  type DailyRollbackDetail,
-  type DailySerial,
-} from "./src/daily.ts";
+export { DailyId, type DailyIdConstructor } from "./src/daily.ts";
+export type {
+  DailyCleanupDetail,
+  DailyIdFormat,
+  DailyIdOptions,
+  DailyIdStats,
+  DailyRollbackDetail,
+  DailySerial,
+} from "./src/daily_options.ts";
 export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
-export {
-  KvId,
-  type KvIdConstructor,
-  type KvIdErrorSummary,
-  type KvIdOptions,
-  type KvIdStats,
-  type RollbackDetail,
-} from "./src/kvid.ts";
+export { KvId, type KvIdConstructor } from "./src/kvid.ts";
+export type {
+  KvIdErrorSummary,
+  KvIdOptions,
+  KvIdStats,
+  RollbackDetail,
+} from "./src/kvid_options.ts";
 export type { StepRule } from "./src/step.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in

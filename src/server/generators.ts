@@ -6,7 +6,8 @@
  */
 
 import { DailyId } from "../daily.ts";
-import { KvId, type KvIdErrorSummary } from "../kvid.ts";
+import { KvId } from "../kvid.ts";
+import type { KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
 import { Histogram } from "./metrics.ts";
 import { RateRing } from "./rates.ts";
