@@ -11,6 +11,9 @@
  * `Deno.openKv` is still unstable in Deno 2: run with `--unstable-kv` (or
  * `"unstable": ["kv"]` in deno.json). Deno Deploy needs no flag.
  *
+ * (This file is over 500 lines on purpose: one class, one concept, and about half of it the
+ * JSDoc and running examples of its public members.)
+ *
  * @example A local KV file
  * ```ts ignore
  * import { KvId } from "@kvid/core";
