@@ -14,6 +14,37 @@
  * command failed (no such counter, refused to lower, wrong type, ...), 2 bad arguments, 3 the
  * server could not be reached or used (network, authentication, timeout).
  *
+ * ## CLI
+ *
+ * ```sh
+ * deno run -A jsr:@kvid/core/cli <command> [--url redis://host:6379] [--key hash] [--json]
+ * deno task cli <command> ...        # in this repository
+ * ```
+ *
+ * | command                                                    | what it does                                                               |
+ * | ---------------------------------------------------------- | -------------------------------------------------------------------------- |
+ * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                             |
+ * | `get <name>`                                               | prints the last reserved value, exactly                                    |
+ * | `list`                                                     | prints each counter of the hash and its value (no internals)               |
+ * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers             |
+ * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
+ * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
+ *
+ * Every command takes `--help`. `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
+ * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
+ * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
+ * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
+ * To move from a database `AUTO_INCREMENT`: `kvid floor order <SELECT MAX(id)> --create`; running
+ * generators take their next segment above it. Exit codes: 0 done; 1 the command failed (no such
+ * counter, refused to lower, wrong type); 2 bad arguments; 3 the server could not be reached or used
+ * (network, auth, timeout). The CLI uses node-redis (`npm:redis`) and owns its connection.
+ *
+ * A counter of interleaved servers (`redis: [a, b]`) holds, on each server, that server's next block
+ * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
+ * it as `name<TAB>(interleaved, v1 servers=2 block=1000 index=0, next cycle 3)` (with `--json`, under
+ * `"interleaved"`), never the internal `"\0layout:<name>"` field. `cleanup` dates days by the earlier
+ * of this machine's clock and the server's, like `DailyId`.
+ *
  * @module
  */
 

@@ -53,6 +53,63 @@ import { checkInteger, describe } from "./validate.ts";
  * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
  * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
  *
+ * ## Daily serials
+ *
+ * ```ts ignore
+ * import { createClient } from "npm:redis@5";
+ * import { DailyId, fromNodeRedis, shutdown } from "@kvid/core";
+ *
+ * // A factory: the client is the library's, shutdown() closes it.
+ * const redis = async () => fromNodeRedis(await createClient().connect());
+ * export const ORDER_NO = new DailyId("order", { redis, timeZone: "Asia/Shanghai" });
+ * await ORDER_NO.next(); // 20261130000001, 20261130000002, ...
+ * ORDER_NO.parse(20261130000042); // { day: "20261130", seq: 42 }
+ * await shutdown(); // the generator, then the client: the script exits
+ * ```
+ *
+ * IDs are `yyyymmdd * 10^digits + seq`, seq starting again at 1 each day in `timeZone` (an IANA name,
+ * default `"UTC"`). Each day has its own counter, the field `yyyymmdd` of the hash `kvid:daily:<name>`
+ * (`key` changes it), reserved in segments like `KvId` (one `HINCRBY` per segment, prefetch, dynamic
+ * step); the first call of a day creates the field in that same call.
+ *
+ * - `digits` (default 6: 999,999 IDs a day): at most 7 with `format: "number"` (the default), so IDs
+ *   stay below `Number.MAX_SAFE_INTEGER` up to year 9999; at most 10 with `format: "bigint"` or
+ *   `"string"` (zero-padded, e.g. `"20261130000001"`).
+ * - `maxStep` defaults to a thousandth of a day's serials; a new day starts at the step the day before
+ *   reached (no ramp-up after midnight). `clock` (epoch ms, default `Date.now`) is the wall clock that
+ *   dates the IDs.
+ * - When seq would pass `10^digits - 1`, calls reject with an `"overflow"` `KvIdError` until the day
+ *   ends: an ID never spills into another day's numbers.
+ *
+ * **Midnight.** Each process dates IDs by its own clock. At local midnight (computed correctly on 23-
+ * and 25-hour DST days and where midnight does not exist), IDs buffered for the previous day are
+ * dropped; a call still waiting gets an ID of the new day; a process never goes back to an earlier
+ * day, even if its clock steps back.
+ *
+ * **Clock skew** cannot produce duplicates (each day's counter is atomic on the server). What it does
+ * cause is IDs dated by a wrong clock: a process whose clock is _s_ seconds fast issues tomorrow-dated
+ * IDs during the last _s_ seconds of the day; a slow one keeps issuing yesterday-dated IDs after
+ * midnight. So IDs from different processes are not in order around midnight. Use one `timeZone` for
+ * every process of a name, and NTP.
+ *
+ * **Cleanup.** `await ORDER_NO.cleanup({ keepDays: 30 })` deletes the fields of days more than 30 days
+ * old (today is 0 days old) and nothing else. `keepDays` in the constructor does it in the background
+ * when a day starts (a `"cleanup"` event reports it). Deleting a day that some process still uses
+ * would restart its seq and repeat IDs, so a day's age is counted by **two clocks, the process's and
+ * the Redis server's** (`TIME`, the one clock every process shares), and a day is deleted only when it
+ * is more than `keepDays` days old by both:
+ *
+ * - a process whose clock runs ahead (by any amount) cannot delete a day that processes with right
+ *   clocks use: tested with a clock two days ahead and `keepDays: 1`;
+ * - a process whose clock lags the server's by less than `keepDays` days (23-hour days in zones with
+ *   DST) never finds its day deleted, whoever cleans up; `keepDays` is at least 1;
+ * - a process lagging more than that can: keep clocks within a day of the server's (NTP), or raise
+ *   `keepDays`.
+ *
+ * The cleanup takes every `yyyymmdd` field of the DailyId's hash, except a counter of interleaved
+ * servers: keep `KvId` counters named like dates out of that hash (the default keys, `kvid` and
+ * `kvid:daily:<name>`, never meet).
+ *
  * @example Order numbers in Shanghai time
  * ```ts ignore
  * import { DailyId } from "@kvid/core";
