@@ -10,6 +10,10 @@
  *
  * or embed it in an app with {@linkcode createHandler}.
  *
+ * (Over 500 lines with the documentation below; the code is one handler, a closure over one
+ * service's state. Configuration from the environment, request reading, responses, auth,
+ * metrics and the status page are apart, in `src/server/`.)
+ *
  * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
  * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
  * (Prometheus), `GET /` (status page, signed in through a form that sets a session cookie).
