@@ -76,13 +76,8 @@
 
 import { KvIdError } from "./errors.ts";
 import { disown, own } from "./shutdown.ts";
-import {
-  type IdRange,
-  type Reservation,
-  type ReserveOptions,
-  stepField,
-  type Store,
-} from "./store_contract.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import { stepField } from "./store_contract.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };

@@ -7,13 +7,8 @@
 import { KvIdError } from "./errors.ts";
 import { describe } from "./validate.ts";
 import { own } from "./shutdown.ts";
-import {
-  type IdRange,
-  type Reservation,
-  type ReserveOptions,
-  stepField,
-  type Store,
-} from "./store_contract.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import { stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
 
 /**

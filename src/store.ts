@@ -100,10 +100,5 @@
  */
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
-export {
-  type IdRange,
-  type Reservation,
-  type ReserveOptions,
-  stepField,
-  type Store,
-} from "./store_contract.ts";
+export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+export { stepField } from "./store_contract.ts";

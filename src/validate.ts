@@ -60,15 +60,9 @@ export function checkNumber(
 }
 
 /** {@linkcode checkNumber}, and an integer. */
-export function checkInteger(
-  who: string,
-  what: string,
-  value: unknown,
-  min: number,
-  max: number,
-  aboveMax = "",
-): void {
-  checkNumber(who, what, value, min, max, aboveMax);
+export function checkInteger(...args: Parameters<typeof checkNumber>): void {
+  checkNumber(...args);
+  const [who, what, value] = args;
   if (!Number.isInteger(value)) {
     throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
   }
