@@ -2,244 +2,44 @@
  * {@linkcode DailyId}: date-prefixed serial numbers (`yyyymmdd` then a per-day sequence), on the
  * segment engine of {@linkcode KvId}.
  *
+ * Longer than 500 lines on purpose: the `DailyId` interface with its examples, and the generator,
+ * whose day switch, waiting callers, cleanup scheduling and close share one private state. What
+ * stands alone is apart: the options and stats types (`daily_options.ts`), the calendar
+ * (`calendar.ts`) and the Redis cleanup (`daily_cleanup.ts`).
+ *
  * @module
  */
 
-import type { StepRule } from "./step.ts";
+import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
 import { defaultRedis } from "./configure.ts";
-import { argumentLabel, describe } from "./describe.ts";
+import {
+  cleanupFrom,
+  deleteDaysBefore,
+  keepFrom,
+  MAX_KEEP_DAYS,
+  MIN_KEEP_DAYS,
+} from "./daily_cleanup.ts";
+import type {
+  DailyCleanupDetail,
+  DailyIdFormat,
+  DailyIdOptions,
+  DailyIdStats,
+  DailyRollbackDetail,
+  DailySerial,
+} from "./daily_options.ts";
 import { KvIdError } from "./errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
-import { KvId, type KvIdOptions, type KvIdStats, type RollbackDetail } from "./kvid.ts";
+import { KvId } from "./kvid.ts";
+import type { KvIdOptions, RollbackDetail } from "./kvid_options.ts";
 import {
   checkRedisSource,
-  isNoScripting,
-  LuaScript,
   type RedisClient,
   type RedisSource,
   resolveRedis,
-  type Store,
-  toKvIdError,
 } from "./redis_store.ts";
+import type { Store } from "./store_contract.ts";
+import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-
-/**
- * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
- *
- * @example One serial in each format
- * ```ts
- * import { DailyId, type DailyIdFormat } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * // Seq 1 of 2026-11-30 with 4 digits:
- * const shapes: Record<DailyIdFormat, number | bigint | string> = {
- *   number: 202611300001,
- *   bigint: 202611300001n,
- *   string: "202611300001", // keeps the zeros: a fixed-width ticket number
- * };
- * const TICKET = new DailyId("ticket", { digits: 4, format: "string" });
- * for (const id of Object.values(shapes)) assert.ok(TICKET.parse(id).seq === 1);
- * ```
- */
-export type DailyIdFormat = "number" | "bigint" | "string";
-
-/**
- * Options of {@linkcode DailyId}. Every one is optional and validated at construction.
- *
- * @example Order numbers dated in Shanghai
- * ```ts
- * import { DailyId, type DailyIdOptions } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * const options = {
- *   timeZone: "Asia/Shanghai", // days start at midnight Shanghai time
- *   digits: 6, // up to 999,999 orders a day
- *   keepDays: 30, // delete the counters of days older than that
- * } satisfies DailyIdOptions;
- * const ORDER_NO = new DailyId("order", options); // validated now, connects on first use
- * assert.ok(ORDER_NO.key === "kvid:daily:order");
- * ```
- */
-export interface DailyIdOptions {
-  /**
-   * The Redis client, or a function returning one (called on first use and shared).
-   * Default: the one given to {@linkcode configure}.
-   */
-  redis?: RedisSource;
-  /**
-   * A custom store instead of `redis`, e.g. a `DenoKvStore`. {@linkcode DailyId.cleanup} and
-   * `keepDays` then need a store with `deleteDaysBefore` (`DenoKvStore` has it) or `redis`.
-   */
-  store?: Store;
-  /** The hash holding one counter per day, in fields named `yyyymmdd`. Default `"kvid:daily:<name>"`. */
-  key?: string;
-  /**
-   * Digits of the per-day sequence: IDs are `yyyymmdd * 10^digits + seq`, seq from 1 to
-   * `10^digits - 1`. Default 6 (999,999 IDs a day). At most 7 with the `number` format (so IDs
-   * stay within `Number.MAX_SAFE_INTEGER` up to year 9999), at most 10 with `bigint` and
-   * `string` (so they fit a signed 64-bit integer).
-   */
-  digits?: number;
-  /**
-   * The IANA time zone whose calendar days the IDs are dated by, e.g. `"Asia/Shanghai"`.
-   * Default `"UTC"`. Every process issuing IDs of one name should use the same zone.
-   */
-  timeZone?: string;
-  /** `"number"` (default), `"bigint"`, or `"string"` (the decimal digits, seq zero-padded). */
-  format?: DailyIdFormat;
-  /**
-   * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
-   * in the background whenever this generator starts a day; at least 1. Ages are counted by the
-   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
-   * never deletes a day others still use. Default: never.
-   */
-  keepDays?: number;
-  /**
-   * Wall clock in epoch ms, read on every call to date IDs (and by the step sizing). Default
-   * `Date.now`; inject one in tests.
-   */
-  clock?: () => number;
-  /** Smallest and first step of each day (IDs per reservation). Default 1. */
-  minStep?: number;
-  /**
-   * Largest step, capped at `10^digits - 1`. Default `10^(digits - 3)` (at least 1), a
-   * thousandth of a day's serials, so a restart or a midnight drops few of them.
-   */
-  maxStep?: number;
-  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000. */
-  segmentDuration?: number;
-  /** Fraction of a segment left when the next one is reserved; 0: no prefetch. Default 0.2. */
-  prefetchAt?: number;
-  /** How long, in ms, a call waits for a reservation before it rejects. Default 5,000. */
-  timeout?: number;
-  /**
-   * During a known outage, calls reject at once as `"unavailable"` while a probe retries (see
-   * KvId's `failFast`).
-   *
-   * @default {true}
-   */
-  failFast?: boolean;
-  /** Send the highest reserved seq as a floor with each reservation (see KvId). Default true. */
-  guard?: boolean;
-  /** How far past the floor a counter found below it is raised. Default 0. */
-  rollbackMargin?: number;
-  /**
-   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
-   * see KvId).
-   *
-   * @default {0}
-   */
-  replicas?: number;
-  /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
-  stepRule?: StepRule;
-}
-
-/**
- * A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}.
- *
- * @example After the first ID of a day
- * ```ts
- * import { DailyId, type DailyIdStats } from "@kvid/core";
- * import type { Store } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * let counter = 0n; // an in-memory counter standing in for Redis
- * const store: Store = {
- *   reserve(_key, _field, count) {
- *     const first = counter + 1n;
- *     counter += BigInt(count);
- *     return Promise.resolve({ ranges: [{ first, last: counter }], raised: false });
- *   },
- * };
- * await using ORDER_NO = new DailyId("order", { store, clock: () => Date.UTC(2026, 10, 30, 12) });
- * assert.ok(await ORDER_NO.next() === 20261130000001);
- * const stats: DailyIdStats = ORDER_NO.stats();
- * assert.ok(stats.day === "20261130" && stats.days === 1 && !stats.full);
- * ```
- */
-export interface DailyIdStats {
-  /** The generator's name. */
-  name: string;
-  /** The hash holding the per-day counters. */
-  key: string;
-  /** The time zone days are counted in. */
-  timeZone: string;
-  /** Digits of the per-day sequence. */
-  digits: number;
-  /** The day IDs are being issued for (`yyyymmdd`), undefined before the first call. */
-  day: string | undefined;
-  /** When that day ends (epoch ms of the next local midnight); undefined before the first call. */
-  dayEndsAt: number | undefined;
-  /** True when the day's serials are used up: calls reject with `"overflow"` until it ends. */
-  full: boolean;
-  /** Days this generator has started. */
-  days: number;
-  /** The state of the day's counter generator; undefined before the first call. */
-  counter: KvIdStats | undefined;
-}
-
-/**
- * The detail of a `"rollback"` event of {@linkcode DailyId}.
- *
- * @example Log a day's counter that went backwards
- * ```ts
- * import { DailyId, type DailyRollbackDetail } from "@kvid/core";
- *
- * const ORDER_NO = new DailyId("order", { timeZone: "Asia/Shanghai" });
- * ORDER_NO.addEventListener("rollback", (e) => {
- *   const { day, floor, last }: DailyRollbackDetail = e.detail;
- *   console.warn(`order counter of ${day} was below seq ${floor}: raised, reserved up to ${last}`);
- * });
- * ```
- */
-export interface DailyRollbackDetail extends RollbackDetail {
-  /** The day (`yyyymmdd`) whose counter was found below its floor. */
-  day: string;
-}
-
-/**
- * The detail of a `"cleanup"` event of {@linkcode DailyId} (automatic cleanup, `keepDays`).
- *
- * @example Log the automatic cleanup
- * ```ts
- * import { type DailyCleanupDetail, DailyId } from "@kvid/core";
- *
- * const ORDER_NO = new DailyId("order", { keepDays: 30 });
- * ORDER_NO.addEventListener("cleanup", (e) => {
- *   const { before, deleted, error }: DailyCleanupDetail = e.detail;
- *   if (error) console.error(`could not delete the counters of days before ${before}`, error);
- *   else console.info(`deleted ${deleted} counters of days before ${before}`);
- * });
- * ```
- */
-export interface DailyCleanupDetail {
-  /** Fields of days before this one (`yyyymmdd`) were deleted. */
-  before: string;
-  /** How many were deleted; undefined when the cleanup failed. */
-  deleted: number | undefined;
-  /** Why the cleanup failed, if it did. */
-  error: KvIdError | undefined;
-}
-
-/**
- * A serial number taken apart by {@linkcode DailyId.parse}.
- *
- * @example Read an order number
- * ```ts
- * import { DailyId, type DailySerial } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * const ORDER_NO = new DailyId("order"); // 6 digits of seq after yyyymmdd
- * const serial: DailySerial = ORDER_NO.parse(20261130000042);
- * assert.ok(serial.day === "20261130" && serial.seq === 42);
- * ```
- */
-export interface DailySerial {
-  /** The day, `yyyymmdd`. */
-  day: string;
-  /** The sequence number within the day, from 1. */
-  seq: number;
-}
+import { checkInteger, describe } from "./validate.ts";
 
 /**
  * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
@@ -252,6 +52,63 @@ export interface DailySerial {
  *
  * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
  * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
+ *
+ * ## Daily serials
+ *
+ * ```ts ignore
+ * import { createClient } from "npm:redis@5";
+ * import { DailyId, fromNodeRedis, shutdown } from "@kvid/core";
+ *
+ * // A factory: the client is the library's, shutdown() closes it.
+ * const redis = async () => fromNodeRedis(await createClient().connect());
+ * export const ORDER_NO = new DailyId("order", { redis, timeZone: "Asia/Shanghai" });
+ * await ORDER_NO.next(); // 20261130000001, 20261130000002, ...
+ * ORDER_NO.parse(20261130000042); // { day: "20261130", seq: 42 }
+ * await shutdown(); // the generator, then the client: the script exits
+ * ```
+ *
+ * IDs are `yyyymmdd * 10^digits + seq`, seq starting again at 1 each day in `timeZone` (an IANA name,
+ * default `"UTC"`). Each day has its own counter, the field `yyyymmdd` of the hash `kvid:daily:<name>`
+ * (`key` changes it), reserved in segments like `KvId` (one `HINCRBY` per segment, prefetch, dynamic
+ * step); the first call of a day creates the field in that same call.
+ *
+ * - `digits` (default 6: 999,999 IDs a day): at most 7 with `format: "number"` (the default), so IDs
+ *   stay below `Number.MAX_SAFE_INTEGER` up to year 9999; at most 10 with `format: "bigint"` or
+ *   `"string"` (zero-padded, e.g. `"20261130000001"`).
+ * - `maxStep` defaults to a thousandth of a day's serials; a new day starts at the step the day before
+ *   reached (no ramp-up after midnight). `clock` (epoch ms, default `Date.now`) is the wall clock that
+ *   dates the IDs.
+ * - When seq would pass `10^digits - 1`, calls reject with an `"overflow"` `KvIdError` until the day
+ *   ends: an ID never spills into another day's numbers.
+ *
+ * **Midnight.** Each process dates IDs by its own clock. At local midnight (computed correctly on 23-
+ * and 25-hour DST days and where midnight does not exist), IDs buffered for the previous day are
+ * dropped; a call still waiting gets an ID of the new day; a process never goes back to an earlier
+ * day, even if its clock steps back.
+ *
+ * **Clock skew** cannot produce duplicates (each day's counter is atomic on the server). What it does
+ * cause is IDs dated by a wrong clock: a process whose clock is _s_ seconds fast issues tomorrow-dated
+ * IDs during the last _s_ seconds of the day; a slow one keeps issuing yesterday-dated IDs after
+ * midnight. So IDs from different processes are not in order around midnight. Use one `timeZone` for
+ * every process of a name, and NTP.
+ *
+ * **Cleanup.** `await ORDER_NO.cleanup({ keepDays: 30 })` deletes the fields of days more than 30 days
+ * old (today is 0 days old) and nothing else. `keepDays` in the constructor does it in the background
+ * when a day starts (a `"cleanup"` event reports it). Deleting a day that some process still uses
+ * would restart its seq and repeat IDs, so a day's age is counted by **two clocks, the process's and
+ * the Redis server's** (`TIME`, the one clock every process shares), and a day is deleted only when it
+ * is more than `keepDays` days old by both:
+ *
+ * - a process whose clock runs ahead (by any amount) cannot delete a day that processes with right
+ *   clocks use: tested with a clock two days ahead and `keepDays: 1`;
+ * - a process whose clock lags the server's by less than `keepDays` days (23-hour days in zones with
+ *   DST) never finds its day deleted, whoever cleans up; `keepDays` is at least 1;
+ * - a process lagging more than that can: keep clocks within a day of the server's (NTP), or raise
+ *   `keepDays`.
+ *
+ * The cleanup takes every `yyyymmdd` field of the DailyId's hash, except a counter of interleaved
+ * servers: keep `KvId` counters named like dates out of that hash (the default keys, `kvid` and
+ * `kvid:daily:<name>`, never meet).
  *
  * @example Order numbers in Shanghai time
  * ```ts ignore
@@ -378,128 +235,6 @@ export interface DailyIdConstructor {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Calendar days in an IANA time zone
-
-/** A calendar day. */
-export interface Day {
-  /** Year, 1000 to 9999. */
-  year: number;
-  /** Month, 1 to 12. */
-  month: number;
-  /** Day of the month, 1 to 31. */
-  day: number;
-  /** `yyyymmdd` as a number. */
-  ymd: number;
-  /** `yyyymmdd`. */
-  text: string;
-}
-
-/** The earliest and latest clock readings accepted: 4-digit years in every zone. */
-export const MIN_EPOCH_MS: number = Date.UTC(1000, 0, 2);
-/** See {@linkcode MIN_EPOCH_MS}. */
-export const MAX_EPOCH_MS: number = Date.UTC(9999, 11, 30);
-const DAY_MS = 86_400_000;
-
-/** Make a {@linkcode Day} from its parts. */
-export function makeDay(year: number, month: number, day: number): Day {
-  const ymd = year * 10_000 + month * 100 + day;
-  return { year, month, day, ymd, text: String(ymd) };
-}
-
-/** The day `n` days after `day` (before, if negative), by the Gregorian calendar. */
-export function addDays(day: Day, n: number): Day {
-  const d = new Date(Date.UTC(day.year, day.month - 1, day.day + n));
-  return makeDay(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate());
-}
-
-/**
- * Local calendar days of one IANA time zone, from `Intl.DateTimeFormat`. Only the day
- * boundaries are computed here; the hot path compares the clock with a precomputed instant.
- */
-export class ZonedDays {
-  /** The canonical zone name. */
-  readonly timeZone: string;
-  readonly #fmt: Intl.DateTimeFormat;
-
-  /** @param timeZone An IANA zone name (or an offset like `"+08:00"`); RangeError if unknown. */
-  constructor(timeZone: string) {
-    this.#fmt = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      calendar: "gregory",
-      numberingSystem: "latn",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-      hourCycle: "h23",
-    });
-    this.timeZone = this.#fmt.resolvedOptions().timeZone;
-  }
-
-  /** The local day at epoch ms `t`. */
-  dayAt(t: number): Day {
-    const p = this.#parts(t);
-    return makeDay(p[0], p[1], p[2]);
-  }
-
-  /**
-   * The first instant at or after `from` when the local date is past `day`: the next local
-   * midnight, or the end of a DST jump that skips it. `from` must be before that instant.
-   */
-  endOf(day: Day, from: number): number {
-    const target = Date.UTC(day.year, day.month - 1, day.day + 1); // next midnight, wall time
-    let x = from;
-    let offset = this.#offset(x);
-    // Offsets change rarely (DST, zone history): each round handles one change before midnight.
-    for (let round = 0; round < 16; round++) {
-      const guess = target - offset; // when the wall clock reaches midnight if the offset holds
-      if (guess <= x) return x;
-      if (this.#offset(guess) === offset) return guess;
-      // The offset changes in (x, guess]: find the first instant of the new one.
-      let lo = x;
-      let hi = guess;
-      while (hi - lo > 1) {
-        const mid = lo + Math.floor((hi - lo) / 2);
-        if (this.#offset(mid) === offset) lo = mid;
-        else hi = mid;
-      }
-      x = hi;
-      offset = this.#offset(x);
-      if (x + offset >= target) return x; // the jump skipped midnight: the day starts here
-    }
-    return x + DAY_MS; // unreachable with real zone data; a later call recomputes
-  }
-
-  /** Wall-clock time minus UTC, in ms, at `t`. */
-  #offset(t: number): number {
-    const p = this.#parts(t);
-    const ms = ((t % 1000) + 1000) % 1000;
-    return Date.UTC(p[0], p[1] - 1, p[2], p[3] % 24, p[4], p[5]) + ms - t;
-  }
-
-  /** [year, month, day, hour, minute, second] local at `t`. */
-  #parts(t: number): number[] {
-    const out = [0, 0, 0, 0, 0, 0];
-    for (const { type, value } of this.#fmt.formatToParts(t)) {
-      const i = PART_INDEX[type];
-      if (i !== undefined) out[i] = Number(value);
-    }
-    return out;
-  }
-}
-
-const PART_INDEX: Record<string, number | undefined> = {
-  year: 0,
-  month: 1,
-  day: 2,
-  hour: 3,
-  minute: 4,
-  second: 5,
-};
-
-// ---------------------------------------------------------------------------------------------
 // Limits
 
 /** The largest `digits` such that every ID up to 9999-12-31 stays within `limit`. */
@@ -516,116 +251,9 @@ export const MAX_DIGITS: Readonly<Record<DailyIdFormat, number>> = Object.freeze
   string: maxDigitsWithin(2n ** 63n - 1n),
 });
 
-const MIN_KEEP_DAYS = 1;
-const MAX_KEEP_DAYS = 100_000;
 const MAX_BATCH = 10_000_000;
 /** Beyond `timeout`, how long the event loop may stall and a waiting call still be rechecked. */
 const RECHECK_SLACK_MS = 60_000;
-
-// ---------------------------------------------------------------------------------------------
-// Cleanup
-
-// Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
-// strings); other fields are left alone, and so is a date-named counter of interleaved servers
-// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
-const CLEANUP_SCRIPT = new LuaScript(`local n = 0
-for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
-    and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
-    redis.call('HDEL', KEYS[1], f)
-    n = n + 1
-  end
-end
-return n`);
-
-const DATE_FIELD = /^\d{8}$/;
-
-/**
- * The fields among `fields` (all of one hash) that a cleanup deletes: `yyyymmdd` dates before
- * `before`, except a date-named counter of interleaved servers (its layout field is there too).
- */
-export function oldDays(fields: readonly string[], before: string): string[] {
-  const all = new Set(fields);
-  return fields.filter((f) =>
-    DATE_FIELD.test(f) && f < before && !all.has(LAYOUT_FIELD_PREFIX + f)
-  );
-}
-
-/**
- * Delete the fields of hash `key` that are `yyyymmdd` dates before `before`, atomically (one
- * script). A server without scripting gets `HKEYS` then `HDEL` through `sendCommand`.
- * Resolves to how many were deleted.
- */
-export async function deleteDaysBefore(
-  client: RedisClient,
-  key: string,
-  before: string,
-): Promise<number> {
-  if (!DATE_FIELD.test(before)) throw new RangeError(`not a yyyymmdd day: ${describe(before)}`);
-  const field = `<${before}`;
-  try {
-    let reply: unknown;
-    try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
-    } catch (err) {
-      if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
-      const fields = await client.sendCommand("HKEYS", [key]);
-      const old = oldDays((Array.isArray(fields) ? fields : []).map(String), before);
-      reply = old.length === 0 ? 0 : await client.sendCommand("HDEL", [key, ...old]);
-    }
-    const n = Number(reply);
-    if (!Number.isSafeInteger(n)) throw new Error(`unexpected cleanup reply ${String(reply)}`);
-    return n;
-  } catch (err) {
-    throw toKvIdError(err, key, field);
-  }
-}
-
-const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
-
-/**
- * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
- * Sent through `sendCommand` when the client has it, else as a script.
- */
-export async function serverNow(client: RedisClient): Promise<number> {
-  const reply = client.sendCommand !== undefined
-    ? await client.sendCommand("TIME", [])
-    : await TIME_SCRIPT.run(client, [], []);
-  const number = (x: unknown) =>
-    Number(x instanceof Uint8Array ? new TextDecoder().decode(x) : String(x));
-  const [seconds, micros] = Array.isArray(reply) ? reply.map(number) : [];
-  const ms = seconds * 1000 + Math.floor(micros / 1000);
-  if (!(ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
-    throw new Error(`unexpected TIME reply ${String(reply)}`);
-  }
-  return ms;
-}
-
-/**
- * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
- * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
- * whose clock runs ahead cannot delete a day that processes with right clocks still use.
- */
-export async function cleanupFrom(
-  client: RedisClient,
-  zone: ZonedDays,
-  today: Day,
-  keepDays: number,
-): Promise<Day> {
-  checkInteger("keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  const serverDay = zone.dayAt(await serverNow(client));
-  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
-}
-
-/**
- * The first day kept by a cleanup with `keepDays` when today is `today`: days before it are
- * more than `keepDays` days old.
- */
-export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  return addDays(today, -keepDays);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The generator
 
@@ -723,7 +351,16 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     const digits = options.digits ?? 6;
-    checkInteger("digits", digits, 1, MAX_DIGITS[format]);
+    checkInteger(
+      "DailyId",
+      "digits",
+      digits,
+      1,
+      MAX_DIGITS[format],
+      format === "number"
+        ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
+        : "",
+    );
     const timeZone = options.timeZone ?? "UTC";
     if (typeof timeZone !== "string") {
       throw new TypeError(`DailyId option timeZone must be a string, got ${describe(timeZone)}`);
@@ -738,7 +375,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       );
     }
     if (options.keepDays !== undefined) {
-      checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+      checkInteger("DailyId", "keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     }
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(
@@ -758,9 +395,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
 
     const maxSeq = 10 ** digits - 1;
     const minStep = options.minStep ?? 1;
-    checkInteger("minStep", minStep, 1, maxSeq);
+    checkInteger("DailyId", "minStep", minStep, 1, maxSeq);
     const maxStep = options.maxStep ?? Math.max(minStep, 10 ** Math.max(0, digits - 3));
-    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    checkInteger("DailyId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
 
     const inner: KvIdOptions & { bigint?: false } = {
       // A day's counter is used for one day: a remembered step would be a field left per day.
@@ -829,7 +466,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch(count)", count, 0, MAX_BATCH, "DailyId");
+    checkInteger("DailyId", "nextBatch(count)", count, 0, MAX_BATCH);
     for (;;) {
       if (this.#closed) throw this.#closedError();
       const now = this.#clock();
@@ -884,7 +521,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (options === null || typeof options !== "object") {
       throw new TypeError("DailyId cleanup() takes { keepDays }");
     }
-    checkInteger("keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
+    checkInteger("DailyId", "keepDays", options.keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
     const now = this.#readClock();
     return (await this.#cleanup(this.#zone.dayAt(now), options.keepDays)).deleted;
   }
@@ -1090,25 +727,3 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
  * ```
  */
 export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
-
-function checkNumber(what: string, value: unknown, min: number, max: number, who = "DailyId") {
-  const subject = argumentLabel(who, what);
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
-  }
-  if (!(value >= min && value <= max)) {
-    const hint = what === "digits" && value > max && max === MAX_DIGITS.number
-      ? ` (IDs must stay within Number.MAX_SAFE_INTEGER; use format "bigint" or "string" for up to ${MAX_DIGITS.bigint})`
-      : "";
-    throw new RangeError(
-      `${subject} must be between ${min} and ${max}, got ${value}${hint}`,
-    );
-  }
-}
-
-function checkInteger(what: string, value: unknown, min: number, max: number, who = "DailyId") {
-  checkNumber(what, value, min, max, who);
-  if (!Number.isInteger(value)) {
-    throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
-  }
-}

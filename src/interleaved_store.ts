@@ -10,14 +10,11 @@ import {
   LuaScript,
   type RedisClient,
   type RedisSource,
-  type Reservation,
-  type ReserveOptions,
   resolveRedis,
-  type Store,
-  toKvIdError,
   waitForReplicas,
 } from "./redis_store.ts";
-import type { IdRange } from "./segment_buffer.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import { toKvIdError } from "./store_errors.ts";
 
 /**
  * Options of {@linkcode InterleavedStore}.

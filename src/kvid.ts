@@ -1,244 +1,27 @@
 /**
  * {@linkcode KvId}: the segment-mode generator.
  *
+ * Longer than 500 lines on purpose: the reservation loop, the waiting callers, prefetch, retries
+ * with backoff, the `failFast` probe, rollback detection and the give-back on close all read and
+ * write one generator's private state under one invariant (IDs strictly increase, one
+ * reservation in flight); split across files they would need that state exposed. The parts that
+ * stand alone are apart already: the segment buffer (`segment_buffer.ts`), the step rule
+ * (`step.ts`), the options and stats types (`kvid_options.ts`), validation (`validate.ts`) and
+ * the store contract (`store_contract.ts`).
+ *
  * @module
  */
 
-import { defaultRedis } from "./configure.ts";
-import { argumentLabel, describe } from "./describe.ts";
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
-import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
-import {
-  checkRedisSource,
-  type RedisSource,
-  RedisStore,
-  type Reservation,
-  type Store,
-  toKvIdError,
-} from "./redis_store.ts";
+import type { KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
+import { checkRedisOption, storeForRedis } from "./redis_option.ts";
 import type { Segment } from "./segment.ts";
-import { type IdRange, SegmentBuffer } from "./segment_buffer.ts";
+import { SegmentBuffer } from "./segment_buffer.ts";
+import type { IdRange, Reservation, Store } from "./store_contract.ts";
+import { toKvIdError } from "./store_errors.ts";
+import { checkInteger, checkName, checkNumber, describe } from "./validate.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-import { type StepRule, StepSizer } from "./step.ts";
-
-/**
- * Options of {@linkcode KvId}. Every one is optional and validated at construction.
- *
- * @example Tuned for a busy counter
- * ```ts
- * import { KvId, type KvIdOptions } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * const options = {
- *   key: "ids", // HINCRBY ids order <step>
- *   minStep: 100, // the first reservation takes 100 IDs
- *   segmentDuration: 60_000, // aim for one reservation a minute
- *   timeout: 1_000, // a call without an ID after 1 s rejects
- * } satisfies KvIdOptions;
- * const ORDER_ID = new KvId("order", options); // validated now, connects on first use
- * assert.ok(ORDER_ID.key === "ids" && ORDER_ID.stats().step === 100);
- * ```
- */
-export interface KvIdOptions {
-  /**
-   * The Redis client, or a function returning one (called on the first reservation and shared).
-   * An array of them: independent servers that interleave blocks of IDs (see `block`).
-   * Default: the one given to {@linkcode configure}.
-   */
-  redis?: RedisSource | RedisSource[];
-  /**
-   * With several servers in `redis`: IDs per block. IDs are cut in blocks of this size and
-   * server `i` of N only issues blocks whose index is `i` modulo N, so the servers never share
-   * an ID (see {@linkcode InterleavedStore}). A reservation takes whole blocks. N, `block` and
-   * the servers' order are stored with the counter on each server on first use and must not
-   * change. Default 1,000.
-   */
-  block?: number;
-  /** A custom store instead of `redis` (advanced: tests, other backends). */
-  store?: Store;
-  /** The hash holding the counters. Default `"kvid"`. */
-  key?: string;
-  /** Smallest and first step (IDs per reservation). Default 1. */
-  minStep?: number;
-  /** Largest step. Default 1,000,000. */
-  maxStep?: number;
-  /**
-   * The first step, from `minStep` to `maxStep`. Default `minStep`. A service that knows its
-   * rate (or carries a step over from a previous generator) skips the ramp-up.
-   */
-  initialStep?: number;
-  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000 (10 min). */
-  segmentDuration?: number;
-  /**
-   * Fraction of the current segment left when the next one is reserved in the background,
-   * 0 to 1; 0 turns prefetch off. Default 0.2.
-   */
-  prefetchAt?: number;
-  /**
-   * How long, in ms, one reservation may take, and so how long a call waits for an ID when
-   * none is buffered, before it rejects with a {@linkcode KvIdError}. Default 5,000.
-   */
-  timeout?: number;
-  /**
-   * Fail fast during a known outage. Once the store is known down (a call waited `timeout` while
-   * reservations failed, or one reservation hung for `timeout`), a call that finds no
-   * ID buffered rejects at once with an `"unavailable"` {@linkcode KvIdError} (the last store
-   * error as its cause) instead of waiting out `timeout`, while one background probe at a time
-   * retries with backoff (at most `timeout / 2` or 2 s apart); the first probe that succeeds
-   * serves calls again. False: every such call waits up to `timeout`.
-   *
-   * @default {true}
-   */
-  failFast?: boolean;
-  /** Hand out `bigint` IDs, exact up to 2^63-1. Default false: `number`, up to 2^53-1. */
-  bigint?: boolean;
-  /**
-   * Send this generator's highest reserved ID as a floor with each reservation, so a counter
-   * that went backwards (a server that lost data) is raised instead of handing out old IDs.
-   * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
-   * `HINCRBY`. False: always plain `HINCRBY`. Either way a counter of interleaved servers is
-   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`). Default
-   * true.
-   */
-  guard?: boolean;
-  /** How far past the floor a counter found below it is raised. Default 0. */
-  rollbackMargin?: number;
-  /**
-   * On `close()`, give the unused IDs at the top of the buffer back to the counter when nobody
-   * reserved after this generator: one compare-and-set script sets the counter to the first
-   * unused ID minus 1 only if it still equals the end of the last reservation. Not done without
-   * scripting or with interleaved servers (the IDs stay a gap, as before).
-   *
-   * @default true
-   */
-  giveBack?: boolean;
-  /**
-   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
-   * and on `close()`) and, without `initialStep`, start from the remembered one (within
-   * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
-   * ramp-up. Needs scripting; the Rust crate ignores the field.
-   *
-   * @default true
-   */
-  rememberStep?: boolean;
-  /**
-   * Hand out a reservation's IDs only once this many replicas acknowledged it: `WAIT replicas`
-   * on the same connection right after the increment, so a failover to a replica cannot
-   * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
-   * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
-   * client of its own (see the README, "Replicated Redis").
-   *
-   * @default {0}
-   */
-  replicas?: number;
-  /**
-   * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
-   * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
-   */
-  stepRule?: StepRule;
-  /**
-   * Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. A
-   * reading that is not a finite number fails the reservation as `"config"` before any I/O; a
-   * reading earlier than the one before leaves the step as it was.
-   */
-  clock?: () => number;
-}
-
-/**
- * A snapshot of a generator's state, from {@linkcode KvId.stats}.
- *
- * @example After the first ID
- * ```ts
- * import { KvId, type KvIdStats } from "@kvid/core";
- * import type { Store } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * let counter = 0n; // an in-memory counter standing in for Redis
- * const store: Store = {
- *   reserve(_key, _field, count) {
- *     const first = counter + 1n;
- *     counter += BigInt(count);
- *     return Promise.resolve({ ranges: [{ first, last: counter }], raised: false });
- *   },
- * };
- * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
- * await ORDER_ID.next();
- * const stats: KvIdStats = ORDER_ID.stats();
- * assert.ok(stats.segments === 1 && stats.high === "100" && stats.remaining === 99);
- * assert.ok(ORDER_ID.high === 100n); // the same mark as a bigint
- * console.log(JSON.stringify(stats)); // plain data: strings, numbers, booleans
- * ```
- */
-export interface KvIdStats {
-  /** The counter's field. */
-  name: string;
-  /** The counter's hash. */
-  key: string;
-  /** How many IDs the next reservation asks for. */
-  step: number;
-  /** IDs buffered in memory (current and next segment). */
-  remaining: number;
-  /** Reservations that succeeded. */
-  segments: number;
-  /** Reservations that failed or timed out. */
-  failures: number;
-  /** Calls that found no ID buffered and waited for a reservation. */
-  stalls: number;
-  /** Round-trip time of the last successful reservation, in ms. */
-  lastFetchMs: number | undefined;
-  /**
-   * The highest ID reserved so far, as an exact decimal string (`"0"` before the first); the
-   * same value as a `bigint` is {@linkcode KvId.high}.
-   */
-  high: string;
-  /** Times the counter was found below `high` and raised (or refused, without `guard`). */
-  rollbacks: number;
-  /** True while a reservation is in flight or about to start. */
-  reserving: boolean;
-  /** The last reservation error, cleared by a success: its code and message. */
-  lastError: KvIdErrorSummary | undefined;
-}
-
-/**
- * A {@linkcode KvIdError} as plain data, in {@linkcode KvIdStats.lastError}: stats stay
- * JSON-safe (`JSON.stringify(ORDER_ID.stats())` works).
- *
- * @example Report the last error in a health check
- * ```ts
- * import type { KvIdErrorSummary } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * const last: KvIdErrorSummary = { code: "timeout", message: "no ID within 5000 ms" };
- * assert.ok(JSON.parse(JSON.stringify(last)).code === "timeout");
- * ```
- */
-export interface KvIdErrorSummary {
-  /** What went wrong ({@linkcode KvIdError.code}). */
-  code: KvIdErrorCode;
-  /** The error's message. */
-  message: string;
-}
-
-/**
- * The detail of a `"rollback"` event of {@linkcode KvId}.
- *
- * @example Log a counter that went backwards
- * ```ts
- * import { KvId, type RollbackDetail } from "@kvid/core";
- *
- * const ORDER_ID = new KvId("order");
- * ORDER_ID.addEventListener("rollback", (e) => {
- *   const { floor, last }: RollbackDetail = e.detail;
- *   console.warn(`counter "order" was below ID ${floor}: raised, reserved up to ${last}`);
- * });
- * ```
- */
-export interface RollbackDetail {
-  /** The generator's high-water mark, sent as the floor. */
-  floor: bigint;
-  /** The range reserved after the counter was raised: its last ID. */
-  last: bigint;
-}
+import { StepSizer } from "./step.ts";
 
 /**
  * A segment-mode ID generator for one counter (a field of a Redis hash). Construct it at module
@@ -363,7 +146,6 @@ const OPTION_NAMES = new Set([
   "stepRule",
   "clock",
 ]);
-const MAX_NAME_BYTES = 4096;
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
 const MAX_REPLICAS = 1_000;
@@ -449,7 +231,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   constructor(name: string, options: KvIdOptions = {}) {
     super();
-    checkName("name", name);
+    checkName("KvId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`KvId options must be an object, got ${describe(options)}`);
     }
@@ -461,23 +243,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
     }
     const key = options.key ?? "kvid";
-    checkName("key", key);
+    checkName("KvId", "key", key);
     const minStep = options.minStep ?? 1;
-    checkInteger("minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
     const maxStep = options.maxStep ?? Math.max(1_000_000, minStep);
-    checkInteger("maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
     const initialStep = options.initialStep ?? minStep;
-    checkInteger("initialStep", initialStep, minStep, maxStep);
+    checkInteger("KvId", "initialStep", initialStep, minStep, maxStep);
     const segmentDuration = options.segmentDuration ?? 600_000;
-    checkNumber("segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
+    checkNumber("KvId", "segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
     const prefetchAt = options.prefetchAt ?? 0.2;
-    checkNumber("prefetchAt", prefetchAt, 0, 1);
+    checkNumber("KvId", "prefetchAt", prefetchAt, 0, 1);
     const timeout = options.timeout ?? 5_000;
-    checkNumber("timeout", timeout, 1, MAX_TIMER_MS);
+    checkNumber("KvId", "timeout", timeout, 1, MAX_TIMER_MS);
     const margin = options.rollbackMargin ?? 0;
-    checkInteger("rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
+    checkInteger("KvId", "rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
     const replicas = options.replicas ?? 0;
-    checkInteger("replicas", replicas, 0, MAX_REPLICAS);
+    checkInteger("KvId", "replicas", replicas, 0, MAX_REPLICAS);
     for (const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast"] as const) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
@@ -494,19 +276,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
-    if (Array.isArray(options.redis)) {
-      if (options.redis.length === 0 || options.redis.length > MAX_SERVERS) {
-        throw new RangeError(`KvId option redis must list 1 to ${MAX_SERVERS} servers`);
-      }
-      options.redis.forEach((r, i) => checkRedisSource(`KvId option redis[${i}]`, r));
-      if (new Set(options.redis).size !== options.redis.length) {
-        throw new TypeError("KvId option redis lists the same client twice");
-      }
-    } else if (options.redis !== undefined) {
-      checkRedisSource("KvId option redis", options.redis);
-    }
+    checkRedisOption("KvId", options.redis);
     if (options.block !== undefined) {
-      checkInteger("block", options.block, 1, Number.MAX_SAFE_INTEGER);
+      checkInteger("KvId", "block", options.block, 1, Number.MAX_SAFE_INTEGER);
       if (!Array.isArray(options.redis)) {
         throw new TypeError("KvId option block needs several servers in the redis option");
       }
@@ -580,7 +352,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   async nextBatch(count: number): Promise<T[]> {
-    checkInteger("nextBatch(count)", count, 0, MAX_BATCH);
+    checkInteger("KvId", "nextBatch(count)", count, 0, MAX_BATCH);
     const ids: T[] = new Array(count);
     let got = 0;
     if (this.#waiters.length === this.#head) got = this.#fill(ids, 0, count);
@@ -1002,18 +774,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   #makeStore(): Store {
-    const redis = this.#options.redis ?? defaultRedis();
-    if (redis === undefined) {
-      throw new KvIdError(
-        "config",
-        "no Redis client: pass { redis } to new KvId() or call configure({ redis })",
-        { key: this.key, field: this.name },
-      );
-    }
-    if (Array.isArray(redis)) {
-      return new InterleavedStore(redis, { block: this.#options.block, timeout: this.#timeout });
-    }
-    return storeFor(redis);
+    return storeForRedis(this.#options.redis, {
+      key: this.key,
+      field: this.name,
+      block: this.#options.block,
+      timeout: this.#timeout,
+    });
   }
 
   /** An abandoned reservation's reply that found the counter below the mark: report it. */
@@ -1118,14 +884,6 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
  */
 export const KvId: KvIdConstructor = KvIdImpl as unknown as KvIdConstructor;
 
-const stores = new WeakMap<object, Store>();
-/** One store per client, so generators sharing a client share what it learned. */
-function storeFor(redis: RedisSource): Store {
-  let store = stores.get(redis);
-  if (store === undefined) stores.set(redis, store = new RedisStore(redis));
-  return store;
-}
-
 function isTransient(code: KvIdErrorCode): boolean {
   return code === "connection" || code === "timeout" || code === "conflict" ||
     code === "unavailable";
@@ -1136,36 +894,4 @@ function backoff(failures: number, cap: number): number {
   // Capped by half the timeout, so a caller waiting `timeout` sees at least one retry.
   const ms = Math.min(BACKOFF_MAX_MS, cap, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 16));
   return ms / 2 + Math.random() * ms / 2;
-}
-
-const utf8 = new TextEncoder();
-function checkName(what: string, value: unknown): asserts value is string {
-  if (typeof value !== "string") {
-    throw new TypeError(`KvId ${what} must be a string, got ${describe(value)}`);
-  }
-  if (value.length === 0) throw new TypeError(`KvId ${what} must not be empty`);
-  if (!value.isWellFormed()) {
-    throw new TypeError(`KvId ${what} must be well-formed Unicode (it has a lone surrogate)`);
-  }
-  const bytes = utf8.encode(value).length;
-  if (bytes > MAX_NAME_BYTES) {
-    throw new TypeError(`KvId ${what} is ${bytes} UTF-8 bytes, more than ${MAX_NAME_BYTES}`);
-  }
-}
-
-function checkNumber(what: string, value: unknown, min: number, max: number): void {
-  const subject = argumentLabel("KvId", what);
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
-  }
-  if (!(value >= min && value <= max)) {
-    throw new RangeError(`${subject} must be between ${min} and ${max}, got ${value}`);
-  }
-}
-
-function checkInteger(what: string, value: unknown, min: number, max: number): void {
-  checkNumber(what, value, min, max);
-  if (!Number.isInteger(value)) {
-    throw new RangeError(`${argumentLabel("KvId", what)} must be an integer, got ${value}`);
-  }
 }

@@ -5,9 +5,11 @@
  */
 
 import { KvIdError } from "./errors.ts";
-import type { IdRange } from "./segment_buffer.ts";
-import { describe } from "./describe.ts";
+import { describe } from "./validate.ts";
 import { own } from "./shutdown.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import { stepField } from "./store_contract.ts";
+import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -73,134 +75,6 @@ export interface RedisClient {
  * ```
  */
 export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
-
-/**
- * What one reservation returned.
- *
- * @example One counter, and interleaved servers
- * ```ts
- * import type { Reservation } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * // `HINCRBY kvid order 100` replied 300: one range.
- * const plain: Reservation = { ranges: [{ first: 201n, last: 300n }], raised: false };
- * // Server 1 of 2 with blocks of 10 owns blocks 1, 3, 5, ...: 20 IDs are two ranges.
- * const interleaved: Reservation = {
- *   ranges: [{ first: 11n, last: 20n }, { first: 31n, last: 40n }],
- *   raised: false,
- * };
- * assert.ok(plain.ranges.length === 1 && interleaved.ranges.length === 2);
- * ```
- */
-export interface Reservation {
-  /**
-   * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
-   * for a single counter, several when a store interleaves blocks.
-   */
-  ranges: IdRange[];
-  /** True when the stored counter was below the floor and was raised first (a rollback). */
-  raised: boolean;
-}
-
-/**
- * How a reservation is made.
- *
- * @example What a guarded generator sends
- * ```ts
- * import type { ReserveOptions } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * // A `KvId` with `rollbackMargin: 1000` that reserved IDs up to 300: a counter found below
- * // 300 (a server that lost data) is set to 1,300 before the increment.
- * const options: ReserveOptions = { floor: 300n, raiseTo: 1_300n, guard: true, exact: false };
- * assert.ok(options.raiseTo - options.floor === 1_000n);
- * ```
- */
-export interface ReserveOptions {
-  /** The highest ID the caller already holds; the counter is raised to `raiseTo` if below it. */
-  floor: bigint;
-  /** The value to raise a counter found below `floor` to (floor plus a safety margin). */
-  raiseTo: bigint;
-  /** Use the floor script. False: plain `HINCRBY`, no scripting. */
-  guard: boolean;
-  /** The caller needs the value exactly even above 2^53 (bigint mode). */
-  exact: boolean;
-  /**
-   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
-   * Default 0: no wait.
-   */
-  replicas?: number;
-  /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
-  waitMs?: number;
-}
-
-/**
- * Reserves ranges of IDs; one call is one atomic reservation.
- *
- * @example An in-memory store for tests
- * ```ts
- * import { KvId } from "@kvid/core";
- * import type { Store } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * const counters = new Map<string, bigint>(); // HINCRBY semantics, with the floor guard
- * const memory: Store = {
- *   reserve(key, field, count, { floor, raiseTo, guard }) {
- *     const found = counters.get(`${key}/${field}`) ?? 0n;
- *     const raised = guard && found < floor;
- *     const last = (raised ? raiseTo : found) + BigInt(count);
- *     counters.set(`${key}/${field}`, last);
- *     return Promise.resolve({ ranges: [{ first: last - BigInt(count) + 1n, last }], raised });
- *   },
- * };
- * await using ORDER_ID = new KvId("order", { store: memory });
- * assert.ok(await ORDER_ID.next() === 1 && await ORDER_ID.next() === 2);
- * ```
- */
-export interface Store {
-  /** Reserve `count` IDs of counter `field` in hash `key`. */
-  reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
-  /**
-   * Optional, for {@linkcode DailyId} cleanup: delete the counters of hash `key` whose field is
-   * a `yyyymmdd` day before `before` (a `yyyymmdd` too), nothing else; resolves to how many.
-   * A `DailyId` on a store without it (and without `redis`) refuses `keepDays`.
-   */
-  deleteDaysBefore?(key: string, before: string): Promise<number>;
-  /**
-   * Optional: give back the unused tail `range` of the caller's last reservation, on close. Sets
-   * the counter to `range.first - 1` only if it still equals `range.last` (nobody reserved
-   * since), atomically; never otherwise. Resolves to true when given back. A store that cannot
-   * do it atomically leaves it out.
-   */
-  release?(key: string, field: string, range: IdRange): Promise<boolean>;
-  /**
-   * Optional: the step the counter's processes last used, remembered next to it (see
-   * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.
-   */
-  loadStep?(key: string, field: string): Promise<number | undefined>;
-  /** Optional: remember `step` next to the counter for the next generator to start from. */
-  saveStep?(key: string, field: string, step: number): Promise<void>;
-}
-
-/**
- * The hash field holding the step the processes of counter `field` last used: `"\0step:"`
- * then the name. The NUL byte keeps it apart from counter names a user would choose, and the
- * Rust crate, which only increments its own field, never reads it.
- *
- * @example
- * ```ts
- * import { stepField } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * assert.ok(stepField("order") === "\0step:order"); // HGET kvid "\0step:order" -> "65536"
- * ```
- *
- * @param field The counter's name.
- * @returns The field next to it, in the same hash.
- */
-export function stepField(field: string): string {
-  return `\0step:${field}`;
-}
 
 /**
  * A Lua script run with `EVALSHA`, sent whole with `EVAL` when the server answers `NOSCRIPT`
@@ -588,79 +462,6 @@ function parseInteger(reply: unknown): { value: bigint; exact: boolean } | undef
     return { value: BigInt(reply), exact: true };
   }
   return undefined;
-}
-
-/** An error's message, or the value as a string. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Server error replies, whatever the client calls them. */
-function isReplyError(err: unknown): boolean {
-  for (let p = err; p && typeof p === "object"; p = Object.getPrototypeOf(p)) {
-    const name = (p as { constructor?: { name?: string } }).constructor?.name ?? "";
-    if (/Reply|SimpleError|BlobError/.test(name)) return true;
-  }
-  return false;
-}
-
-// "hash value is not an integer" (Redis); "not started as an integer", "encounter non-integer
-// characters", "out of range of integer type" (Kvrocks).
-const NOT_AN_INTEGER =
-  /not an integer|not a valid integer|not started as an integer|non-integer characters|out of range/i;
-
-// Transient server states, at the start of the reply or after a prefix (Kvrocks' "ERR ", a
-// script's "...: "). Kvrocks: "LOADING kvrocks is restoring the db from backup", "READONLY You
-// can't write against a read only slave.", "TRYAGAIN Can't write to slot being migrated ...",
-// "CLUSTERDOWN ...". BUSY is a script running past its time limit (not BUSYKEY, BUSYGROUP).
-const TRANSIENT_STATE = /(^|ERR |: )(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN)\b/;
-
-/** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
-export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
-  if (err instanceof KvIdError) return err;
-  const message = errorMessage(err).replace(/^-/, "");
-  const where = { key, field, cause: err };
-  if (!isReplyError(err)) {
-    return new KvIdError("connection", `the store could not be reached: ${message}`, where);
-  }
-  // A server that cannot serve for now (loading its data, a demoted primary or a replica cut
-  // off from its primary, a busy script, a cluster slot moving or not covered): transient.
-  if (TRANSIENT_STATE.test(message)) {
-    return new KvIdError("unavailable", `the server cannot serve for now: ${message}`, where);
-  }
-  if (/overflow/i.test(message)) {
-    return new KvIdError("overflow", "the counter would pass 2^63-1", where);
-  }
-  // Kvrocks words some refusals differently and, inside a script, prefixes them
-  // ("... @user_script:1: Invalid argument: WRONGTYPE ...").
-  if (/(^|: )WRONGTYPE/.test(message)) {
-    return new KvIdError("reply", "the key holds a value that is not a hash", where);
-  }
-  if (NOT_AN_INTEGER.test(message)) {
-    return new KvIdError("reply", "the counter field does not hold an integer", where);
-  }
-  if (/^KVID_LAYOUT/.test(message)) {
-    return new KvIdError(
-      "config",
-      message.replace(/^KVID_LAYOUT /, "").replace(/ script: .*/, ""),
-      where,
-    );
-  }
-  // Setup mistakes waiting cannot fix: said at once as "config", the server's words included.
-  if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {
-    return new KvIdError("config", `authentication failed: ${message}`, where);
-  }
-  if (/(^|: )NOPERM|can't run this command|no permissions/i.test(message)) {
-    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, where);
-  }
-  if (/unknown command|Unknown Redis command/i.test(message)) {
-    return new KvIdError(
-      "config",
-      `the server does not know a command kvid needs (HINCRBY, EVAL, EVALSHA renamed or disabled?): ${message}`,
-      where,
-    );
-  }
-  return new KvIdError("reply", `the server refused the reservation: ${message}`, where);
 }
 
 /** Throw a TypeError unless `value` is a Redis client or a function. */

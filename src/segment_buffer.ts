@@ -5,26 +5,7 @@
  */
 
 import { EMPTY_SEGMENT, Segment } from "./segment.ts";
-
-/**
- * An inclusive range of reserved IDs.
- *
- * @example The range of one `HINCRBY`
- * ```ts
- * import type { IdRange } from "@kvid/core/store";
- * import assert from "node:assert/strict";
- *
- * // `HINCRBY kvid order 100` replied 300: this reservation holds IDs 201..300.
- * const range: IdRange = { first: 300n - 100n + 1n, last: 300n };
- * assert.ok(range.first === 201n && range.last - range.first + 1n === 100n);
- * ```
- */
-export interface IdRange {
-  /** The first ID. */
-  first: bigint;
-  /** The last ID, >= first. */
-  last: bigint;
-}
+import type { IdRange } from "./store_contract.ts";
 
 /** Why {@linkcode SegmentBuffer.add} refused a reservation. */
 export type Refusal = "unsafe" | "rollback";

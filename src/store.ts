@@ -4,6 +4,81 @@
  * need none of it: `jsr:@kvid/core` has the generators, and `jsr:@kvid/core/deno-kv` the Deno
  * KV backend.
  *
+ * ## Wire format
+ *
+ * Shared with the Rust crate `kvid`:
+ *
+ * ```text
+ * HINCRBY <key> <name> <step>      # key defaults to "kvid"; reply V reserves V-step+1 .. V
+ * ```
+ *
+ * A new name's first ID is 1. Any mix of Rust and TypeScript processes on one name never collide,
+ * because every reservation is one atomic increment of the same field.
+ *
+ * By default (`guard: true`) the reservation is the same increment inside a small Lua script
+ * (`EVALSHA`, falling back to `EVAL` on `NOSCRIPT`; the only key is declared in `KEYS`): it first
+ * raises the field to the generator's high-water mark if the field is below it (a server that lost
+ * data), then runs `HINCRBY`, and returns the new value as a **string**, so values above 2^53 are read
+ * exactly (Lua numbers are doubles). The field is compared as a decimal string, never as a Lua number.
+ * `guard: false` sends a plain `HINCRBY` and needs no scripting at all; a server that refuses
+ * scripting makes the guarded path fall back to it. Names and keys are passed as arguments, never
+ * spliced into the script.
+ *
+ * Two more scripts, both optional to the wire format (the Rust crate neither runs nor reads them):
+ * `close()` gives the unused top of its last reservation back with a compare-and-set (`HSET` the field
+ * to the last ID handed out only if `HGET` still equals the end of that reservation), and the
+ * remembered step lives in the field `"\0step:<name>"` (`HGET`/`HSET`), which the NUL byte keeps apart
+ * from counter names. `kvid list` leaves those fields out.
+ *
+ * Commands used: `HINCRBY`, `HGET`, `HSET`, `EVAL`, `EVALSHA`, all supported by Kvrocks.
+ *
+ * ## Scaling out
+ *
+ * Three ways to run it, from simplest to most available:
+ *
+ * | setup                                                                                    | use it when                                                                          | what it guarantees                                                                                                                                                                                                                                                   |
+ * | ---------------------------------------------------------------------------------------- | ------------------------------------------------------------------------------------ | -------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------- |
+ * | **one server** (`redis: client`)                                                         | the default: one Redis or Kvrocks, durable (AOF / sync writes), replicas if you like | unique, strictly increasing per generator, dense apart from restart gaps; while it is down, buffered IDs flow, then calls fail after `timeout`                                                                                                                       |
+ * | **Redis Cluster** (`fromNodeRedis(createCluster(...))`, `fromIoredis(new Cluster(...))`) | you already run a cluster                                                            | the same as one server: every command touches one key, so the client follows MOVED/ASK and slot moves are transparent (tested with a slot moved twice during a run); a failover has Redis' asynchronous-replication caveat, which `guard` covers for live generators |
+ * | **independent servers** (`redis: [a, b, c], block: 1000`)                                | no single point of failure: any one server alive keeps IDs flowing                   | servers never issue the same ID, by construction, whatever happens to the others; strictly increasing per generator; trend-increasing across generators; not dense; needs Lua; N, `block` and the order of servers are fixed for a counter's life                    |
+ *
+ * **Hash tags on a cluster.** `{kvid}orders` is hashed on `kvid` only, so `{kvid}orders` and
+ * `{kvid}users` share one slot while staying separate hashes:
+ * `new KvId("x", { redis, key:
+ * "{kvid}orders" })`.
+ *
+ * **How independent servers interleave** (the ticket-server / TinyID scheme). IDs are cut in blocks of
+ * `block` IDs; with N servers, server _i_ only issues blocks whose index is _i_ mod N:
+ *
+ * ```text
+ * N = 3, block = 1000
+ *
+ * IDs     1..1000 | 1001..2000 | 2001..3000 | 3001..4000 | 4001..5000 | 5001..6000 | 6001..
+ * block      0    |     1      |     2      |     3      |     4      |     5      |   6
+ * server     A    |     B      |     C      |     A      |     B      |     C      |   A
+ * cycle m    0    |     0      |     0      |     1      |     1      |     1      |   2
+ *
+ * server i, cycle m  ->  block m*N + i  ->  IDs (m*N + i)*block + 1 .. (m*N + i + 1)*block
+ * ```
+ *
+ * Each server keeps, in the generator's hash, its next cycle `m` (field `<name>`) and the layout
+ * (field `"\0layout:<name>"`, e.g. `v1 servers=3 block=1000 index=1`), written on first use and
+ * checked by every reservation: a mismatch (another N, `block` or order) is refused with a `"config"`
+ * error, because it would break the residue guarantee; use a new key or name instead. A single-server
+ * generator (with `guard`) refuses such a counter too.
+ *
+ * A reservation goes to the next healthy server in turn and takes whole blocks (one range each; a
+ * segment may be several ranges). It sends the generator's high-water mark as a floor, so a server
+ * that was down or behind jumps to its first block above it. A server that errors or does not answer
+ * within a few round trips (at least 200 ms) is skipped and retried after a backoff (up to 2 s). In
+ * the tests, killing one of three servers cost at most one such wait (200–290 ms) and usually none
+ * (prefetch covered it); a restarted server was used again after about 250 ms.
+ *
+ * Limits: the floor is per generator, so a fresh generator that first reaches a server nobody used
+ * since it came back gets that server's old position (unique, but below the front, until it is used
+ * again). A server that loses its data can repeat IDs of its own blocks: keep each one durable. More
+ * servers bring availability, not throughput per generator (one reservation is in flight at a time).
+ *
  * @example An in-memory store, for tests
  * ```ts
  * import { KvId } from "@kvid/core";
@@ -25,5 +100,5 @@
  */
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
-export { type Reservation, type ReserveOptions, stepField, type Store } from "./redis_store.ts";
-export type { IdRange } from "./segment_buffer.ts";
+export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+export { stepField } from "./store_contract.ts";

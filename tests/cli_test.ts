@@ -4,11 +4,11 @@
 
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { addDays, ZonedDays } from "../src/daily.ts";
+import { addDays, ZonedDays } from "../src/calendar.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
-const CLI = new URL("../cli.ts", import.meta.url).pathname;
+const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
 
 interface Run {

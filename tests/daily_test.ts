@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
-import { addDays, MAX_DIGITS, ZonedDays } from "../src/daily.ts";
+import { addDays, ZonedDays } from "../src/calendar.ts";
+import { MAX_DIGITS } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";

@@ -6,8 +6,9 @@
  */
 
 import { DailyId } from "../daily.ts";
-import { KvId, type KvIdErrorSummary } from "../kvid.ts";
-import type { Store } from "../redis_store.ts";
+import { KvId } from "../kvid.ts";
+import type { KvIdErrorSummary } from "../kvid_options.ts";
+import type { Store } from "../store_contract.ts";
 import { Histogram } from "./metrics.ts";
 import { RateRing } from "./rates.ts";
 

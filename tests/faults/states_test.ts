@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
-import { toKvIdError } from "../../src/redis_store.ts";
+import { toKvIdError } from "../../src/store_errors.ts";
 import { openClient } from "../clients.ts";
 import { command } from "../server.ts";
 import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";

@@ -2,7 +2,7 @@
  * Measures what an outage costs a caller, with `failFast` on (the default) and off: the time
  * to the first error, the time of the calls after it, and the time from the server's return
  * (answering PING again) to the first ID served. Real redis-server, real clients, defaults
- * (`timeout` 5,000 ms). Run: `deno run -A tools/outage.ts`; `KVID_OUTAGE_MS=20000` keeps the
+ * (`timeout` 5,000 ms). Run: `deno run -A bench/outage.ts`; `KVID_OUTAGE_MS=20000` keeps the
  * server down 20 s longer while a call comes every 50 ms (probes back off to their cap).
  *
  * @module

@@ -7,9 +7,9 @@
  */
 
 import { createClient } from "redis";
-import { fromNodeRedis, KvId, type KvIdOptions } from "./mod.ts";
-import { DenoKvStore } from "./src/deno_kv_store.ts";
-import { startServer } from "./tests/server.ts";
+import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { startServer } from "../tests/server.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);
 const KV_FILE = ".kvid/demo.sqlite3";

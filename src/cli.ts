@@ -1,0 +1,369 @@
+#!/usr/bin/env -S deno run -A
+/**
+ * The admin CLI of @kvid/core: read, reserve, raise, list and clean up counters.
+ *
+ * ```sh
+ * deno run -A jsr:@kvid/core/cli list --url redis://127.0.0.1:6379
+ * deno run -A jsr:@kvid/core/cli floor order 120000 --create  # after leaving AUTO_INCREMENT
+ * deno run -A jsr:@kvid/core/cli next order -n 3
+ * deno run -A jsr:@kvid/core/cli daily order --time-zone Asia/Shanghai
+ * deno run -A jsr:@kvid/core/cli cleanup order --keep-days 30 --time-zone Asia/Shanghai
+ * ```
+ *
+ * It owns its connection, made with node-redis (`npm:redis`). Exit codes: 0 done, 1 the
+ * command failed (no such counter, refused to lower, wrong type, ...), 2 bad arguments, 3 the
+ * server could not be reached or used (network, authentication, timeout).
+ *
+ * ## CLI
+ *
+ * ```sh
+ * deno run -A jsr:@kvid/core/cli <command> [--url redis://host:6379] [--key hash] [--json]
+ * deno task cli <command> ...        # in this repository
+ * ```
+ *
+ * | command                                                    | what it does                                                               |
+ * | ---------------------------------------------------------- | -------------------------------------------------------------------------- |
+ * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                             |
+ * | `get <name>`                                               | prints the last reserved value, exactly                                    |
+ * | `list`                                                     | prints each counter of the hash and its value (no internals)               |
+ * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers             |
+ * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
+ * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
+ *
+ * Every command takes `--help`. `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
+ * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
+ * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
+ * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
+ * To move from a database `AUTO_INCREMENT`: `kvid floor order <SELECT MAX(id)> --create`; running
+ * generators take their next segment above it. Exit codes: 0 done; 1 the command failed (no such
+ * counter, refused to lower, wrong type); 2 bad arguments; 3 the server could not be reached or used
+ * (network, auth, timeout). The CLI uses node-redis (`npm:redis`) and owns its connection.
+ *
+ * A counter of interleaved servers (`redis: [a, b]`) holds, on each server, that server's next block
+ * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
+ * it as `name<TAB>(interleaved, v1 servers=2 block=1000 index=0, next cycle 3)` (with `--json`, under
+ * `"interleaved"`), never the internal `"\0layout:<name>"` field. `cleanup` dates days by the earlier
+ * of this machine's clock and the server's, like `DailyId`.
+ *
+ * @module
+ */
+
+import { fromNodeRedis } from "./adapters.ts";
+import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
+import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
+import { KvIdError } from "./errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
+import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
+
+export { EXIT };
+
+interface Io {
+  out(line: string): void;
+}
+
+// Raises the field to ARGV[2] if below it (decimal strings compared exactly, a missing field
+// counting as 0), never lowers it. Replies {outcome, old value or ''}.
+const FLOOR_SCRIPT = new LuaScript(
+  LUA_BELOW + `local layout = redis.call('HGET', KEYS[1], ARGV[3])
+if layout then return {'layout', layout} end
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+local v = ARGV[2]
+local c = cur or '0'
+if c ~= '0' and not string.match(c, '^%-?[1-9]%d*$') then return {'nan', c} end
+if below(c, v) then
+  redis.call('HSET', KEYS[1], ARGV[1], v)
+  return {'raised', cur or ''}
+end
+if c == v then return {'equal', cur or ''} end
+return {'above', c}`,
+);
+
+const INTEGER = /^(0|-?[1-9]\d*)$/;
+// Fields of the hash that are not counters start with this: an interleaved counter's layout
+// (see InterleavedStore) and a counter's remembered step, each then the counter's name.
+const INTERNAL = "\u0000";
+
+/**
+ * Refuse a command on a counter that interleaved servers own: its field on this server is the
+ * server's block cycle, not an ID, and only a generator with every server can use it.
+ */
+function interleaved(key: string, name: string, layout: string, cycle: string | null): CliError {
+  return new CliError(
+    EXIT.failed,
+    `counter ${JSON.stringify(name)} of hash ${
+      JSON.stringify(key)
+    } belongs to interleaved servers (${
+      JSON.stringify(layout)
+    }): its field on this server holds the server's next block cycle (${
+      cycle ?? "none"
+    }), not an ID; use a generator with the same redis: [...] list`,
+  );
+}
+const AUTH_ERROR = /^(NOAUTH|WRONGPASS|NOPERM)/;
+
+async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetAll }, io: Io) {
+  const { key, args: { name } } = p;
+  switch (p.command) {
+    case "next": {
+      await mustExist(p, client);
+      const count = p.count;
+      const store = new RedisStore(client);
+      const { ranges } = await store.reserve(key, name, count, {
+        floor: 0n,
+        raiseTo: 0n,
+        guard: false,
+        exact: true,
+      });
+      const { first, last } = ranges[0];
+      if (p.json) {
+        io.out(JSON.stringify({ key, name, first: `${first}`, last: `${last}`, count }));
+      } else {
+        for (let from = first; from <= last; from += 10_000n) {
+          const lines = [];
+          for (let x = from; x <= last && x < from + 10_000n; x++) lines.push(x);
+          io.out(lines.join("\n"));
+        }
+      }
+      return;
+    }
+    case "get": {
+      const [value, layout] = await Promise.all([
+        client.hGet(key, name),
+        client.hGet(key, LAYOUT_FIELD_PREFIX + name),
+      ]);
+      if (layout !== null && layout !== undefined) throw interleaved(key, name, layout, value);
+      if (value === null || value === undefined) {
+        throw new CliError(
+          EXIT.failed,
+          `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}`,
+        );
+      }
+      if (!INTEGER.test(value)) {
+        throw new CliError(
+          EXIT.failed,
+          `counter ${JSON.stringify(name)} of hash ${JSON.stringify(key)} holds ${
+            JSON.stringify(value)
+          }, not an integer`,
+        );
+      }
+      io.out(p.json ? JSON.stringify({ key, name, value }) : value);
+      return;
+    }
+    case "list": {
+      const all = await client.hGetAll(key);
+      // Internal fields are not counters; an interleaved counter's field is a block cycle.
+      const names = Object.keys(all).filter((n) => !n.startsWith(INTERNAL)).sort();
+      const layoutOf = (n: string) => all[LAYOUT_FIELD_PREFIX + n] as string | undefined;
+      if (p.json) {
+        const counters: Record<string, string> = {};
+        const inter: Record<string, { layout: string; cycle: string }> = {};
+        for (const n of names) {
+          const layout = layoutOf(n);
+          if (layout === undefined) counters[n] = all[n];
+          else inter[n] = { layout, cycle: all[n] };
+        }
+        io.out(
+          JSON.stringify(
+            Object.keys(inter).length === 0
+              ? { key, counters }
+              : { key, counters, interleaved: inter },
+          ),
+        );
+      } else {
+        if (names.length === 0) console.error(`(no counters in hash ${JSON.stringify(key)})`);
+        for (const n of names) {
+          const layout = layoutOf(n);
+          const shown = /[\s"\\]/.test(n) ? JSON.stringify(n) : n;
+          io.out(
+            layout === undefined
+              ? `${shown}\t${all[n]}`
+              : `${shown}\t(interleaved, ${layout}, next cycle ${all[n]})`,
+          );
+        }
+      }
+      return;
+    }
+    case "floor": {
+      await mustExist(p, client);
+      const value = p.value;
+      const reply = await client.eval(FLOOR_SCRIPT.source, [key], [ // one-shot: no EVALSHA first
+        name,
+        value,
+        LAYOUT_FIELD_PREFIX + name,
+      ]);
+      if (!Array.isArray(reply) || reply.length !== 2) {
+        throw new CliError(EXIT.failed, `unexpected reply from the floor script: ${String(reply)}`);
+      }
+      const [outcome, oldText] = reply.map(String);
+      const old = oldText === "" ? null : oldText;
+      if (outcome === "layout") throw interleaved(key, name, oldText, await client.hGet(key, name));
+      const label = `counter ${JSON.stringify(name)} of hash ${JSON.stringify(key)}`;
+      if (outcome === "nan") {
+        throw new CliError(EXIT.failed, `${label} holds ${JSON.stringify(old)}, not an integer`);
+      }
+      if (outcome === "above") {
+        throw new CliError(
+          EXIT.failed,
+          `refusing to lower ${label} from ${old} to ${value}: IDs up to ${old} may have been handed out`,
+        );
+      }
+      const raised = outcome === "raised";
+      if (p.json) io.out(JSON.stringify({ key, name, old, new: value, raised }));
+      else io.out(raised ? `${name}: ${old ?? "(none)"} -> ${value}` : `${name}: already ${value}`);
+      return;
+    }
+    case "daily": {
+      const today = p.zone!.dayAt(Date.now()).text;
+      const all = await client.hGetAll(key);
+      const days = Object.keys(all).filter((f) => /^\d{8}$/.test(f)).sort();
+      if (p.json) {
+        const counters: Record<string, string> = {};
+        for (const d of days) counters[d] = all[d];
+        io.out(JSON.stringify({ key, today, days: counters }));
+      } else {
+        for (const d of days) io.out(`${d}\t${all[d]}${d === today ? "\t(today)" : ""}`);
+        console.error(`${days.length} days in hash ${JSON.stringify(key)}; today is ${today}`);
+      }
+      return;
+    }
+    case "cleanup": {
+      // Dated by the earlier of this machine's clock and the server's: a clock running ahead
+      // never deletes a day other processes still use.
+      const today = p.zone!.dayAt(Date.now());
+      const before = (await cleanupFrom(client, p.zone!, today, p.keepDays)).text;
+      if (p.dryRun) {
+        const fields = oldDays(Object.keys(await client.hGetAll(key)), before).sort();
+        if (p.json) io.out(JSON.stringify({ key, before, deleted: 0, fields }));
+        else {
+          console.error(`would delete ${fields.length} day fields before ${before} of ${key}`);
+          for (const f of fields) io.out(f);
+        }
+        return;
+      }
+      const deleted = await deleteDaysBefore(client, key, before);
+      if (p.json) io.out(JSON.stringify({ key, before, deleted }));
+      else io.out(`deleted ${deleted} day fields before ${before} of ${key}`);
+      return;
+    }
+  }
+}
+
+/** Refuse a counter that does not exist unless --create: a typo must not start a new one. */
+async function mustExist(p: Parsed, client: { hGet: HGet }): Promise<void> {
+  if (p.create) return;
+  const { key, args: { name } } = p;
+  const value = await client.hGet(key, name);
+  if (value !== null && value !== undefined) return;
+  throw new CliError(
+    EXIT.failed,
+    `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}: check the name ` +
+      `("kvid list"), or pass --create to start it`,
+  );
+}
+
+type HGet = (key: string, field: string) => Promise<string | null>;
+type HGetAll = (key: string) => Promise<Record<string, string>>;
+
+/**
+ * Run the CLI with `args` (as `Deno.args`), printing to stdout and stderr; resolves to the exit
+ * code (see {@linkcode EXIT}).
+ *
+ * @example
+ * ```ts ignore
+ * import { main } from "@kvid/core/cli";
+ *
+ * const code = await main(["get", "order", "--url", "redis://127.0.0.1:6379"]);
+ * ```
+ */
+export async function main(args: string[]): Promise<number> {
+  let json = args.includes("--json");
+  const io: Io = { out: (line) => console.log(line) };
+  const fail = (exit: number, message: string) => {
+    if (json) console.error(JSON.stringify({ error: { message, exit } }));
+    else console.error(`kvid: ${message}`);
+    return exit;
+  };
+  let parsed;
+  try {
+    parsed = parse(args);
+  } catch (err) {
+    if (err instanceof CliError) return fail(err.exit, err.message);
+    throw err;
+  }
+  if ("help" in parsed) {
+    io.out(parsed.help);
+    return EXIT.ok;
+  }
+  json = parsed.json;
+  const p = parsed;
+  const where = redact(p.url);
+  // Loaded here so that help and argument errors do not wait for it.
+  const { createClient } = await import("redis");
+  const client = createClient({
+    url: p.url,
+    socket: { connectTimeout: p.timeout, reconnectStrategy: false },
+  });
+  client.on("error", () => {}); // connection errors are reported through connect() and commands
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new CliError(EXIT.unreachable, `${where} did not answer within ${p.timeout} ms`)),
+      p.timeout,
+    );
+  });
+  try {
+    await Promise.race([
+      (async () => {
+        try {
+          await client.connect();
+        } catch (err) {
+          throw new CliError(EXIT.unreachable, `cannot use ${where}: ${errorText(err)}`);
+        }
+        const adapted = fromNodeRedis(client);
+        const ops = Object.assign(adapted, {
+          hGet: (k: string, f: string) => client.hGet(k, f) as Promise<string | null>,
+          hGetAll: (k: string) => client.hGetAll(k) as Promise<Record<string, string>>,
+        });
+        await run(p, ops, io);
+      })(),
+      deadline,
+    ]);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CliError) return fail(err.exit, err.message);
+    if (err instanceof Deno.errors.BrokenPipe) return EXIT.ok; // e.g. piped into head
+    if (err instanceof KvIdError) {
+      const unreachable = err.code === "connection" || err.code === "timeout" ||
+        err.code === "unavailable" ||
+        AUTH_ERROR.test(errorText(err.cause));
+      return fail(unreachable ? EXIT.unreachable : EXIT.failed, err.message);
+    }
+    const text = errorText(err);
+    if (/WRONGTYPE/.test(text)) {
+      return fail(
+        EXIT.failed,
+        `key ${JSON.stringify(p.key)} holds a value that is not a hash (WRONGTYPE)`,
+      );
+    }
+    if (AUTH_ERROR.test(text)) return fail(EXIT.unreachable, `${where}: ${text}`);
+    if (/closed|ECONN|socket|connect/i.test(text)) {
+      return fail(EXIT.unreachable, `lost ${where}: ${text}`);
+    }
+    return fail(EXIT.failed, `the server refused the command: ${text}`);
+  } finally {
+    clearTimeout(timer);
+    try {
+      client.destroy();
+    } catch {
+      // never connected
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0) return errorText(err.errors[0]);
+  return err instanceof Error ? err.message || err.name : String(err);
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

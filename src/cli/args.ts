@@ -1,0 +1,332 @@
+/**
+ * The CLI's command line: options and help of each command, parsing and checking them into
+ * {@linkcode Parsed}, the exit codes, and the error carrying one.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { ZonedDays } from "../calendar.ts";
+
+/** The exit codes of {@linkcode main}. */
+export const EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; unreachable: 3 }> = Object.freeze({
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  unreachable: 3,
+});
+
+const DEFAULT_URL = "redis://127.0.0.1:6379";
+const MAX_COUNT = 10_000_000;
+const MAX_I64 = 2n ** 63n - 1n;
+
+type OptionSpec = { type: "string" | "boolean"; short?: string };
+const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
+  url: { type: "string" },
+  key: { type: "string" },
+  json: { type: "boolean" },
+  timeout: { type: "string" },
+  help: { type: "boolean", short: "h" },
+};
+const COMMAND_OPTIONS: Record<string, Record<string, OptionSpec>> = {
+  next: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
+  get: {},
+  list: {},
+  floor: { create: { type: "boolean" } },
+  daily: { "time-zone": { type: "string" } },
+  cleanup: {
+    "keep-days": { type: "string" },
+    "time-zone": { type: "string" },
+    "dry-run": { type: "boolean" },
+  },
+};
+const ARITY: Record<string, string[]> = {
+  next: ["name"],
+  get: ["name"],
+  list: [],
+  floor: ["name", "value"],
+  daily: ["name"],
+  cleanup: ["name"],
+};
+
+const COMMON_HELP = `Options of every command:
+  --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
+                    Default: $KVID_REDIS_URL, else ${DEFAULT_URL}
+  --key <hash>      The hash holding the counters. Default "kvid"
+                    (daily, cleanup: "kvid:daily:<name>")
+  --json            Print JSON (values as decimal strings, exact up to 2^63-1);
+                    errors go to stderr as {"error": {"message", "exit"}}
+  --timeout <ms>    Give up after this long (connect and commands). Default 5000
+  -h, --help        Show help
+
+Exit codes: 0 done, 1 the command failed, 2 bad arguments,
+            3 the server could not be reached or used (network, auth, timeout)`;
+
+const HELP: Record<string, string> = {
+  "": `kvid: admin CLI for @kvid/core counters (hash fields reserved with HINCRBY)
+
+Usage: kvid <command> [arguments] [options]
+
+Commands:
+  next <name> [-n N] [--create] Reserve N IDs (default 1) and print them
+  get <name>                    Print the last reserved value of a counter
+  list                          Print every counter of the hash and its value
+  floor <name> <value>          Raise a counter to at least <value>; never lowers one
+  daily <name>                  Print the day counters of a daily serial (DailyId)
+  cleanup <name> --keep-days N  Delete old day counters of a daily serial (DailyId)
+
+Run "kvid <command> --help" for a command's details.
+
+${COMMON_HELP}`,
+  next: `Usage: kvid next <name> [-n N] [--create] [options]
+
+Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> with one HINCRBY and print
+them, one per line; they are never handed out by a generator. A counter that does not exist
+is an error (exit 1: a typo would start a new counter at 1) unless --create is given.
+--json prints {"key", "name", "first", "last", "count"}.
+
+  -n, --count <N>   How many IDs. Default 1
+  --create          Start the counter if it does not exist
+
+${COMMON_HELP}`,
+  get: `Usage: kvid get <name> [options]
+
+Print the last reserved value of counter <name> (the next ID is above it), read exactly.
+A missing counter is an error (exit 1). --json prints {"key", "name", "value"}.
+
+${COMMON_HELP}`,
+  list: `Usage: kvid list [options]
+
+Print every counter of the hash and its value, sorted by name, as "name<TAB>value"
+(names holding whitespace are JSON-quoted). --json prints {"key", "counters": {name: value}}.
+A counter of interleaved servers (redis: [...]) is shown as "(interleaved, <layout>, next
+cycle <m>)": its field on this server is a block cycle, not an ID (--json: under
+"interleaved": {name: {layout, cycle}}); next, get and floor refuse such a counter.
+For a daily serial use --key kvid:daily:<name>: its fields are the days.
+
+${COMMON_HELP}`,
+  floor: `Usage: kvid floor <name> <value> [options]
+
+Raise counter <name> to at least <value> (0 to 2^63-1), atomically: the next ID handed out
+is above <value>. Use it when moving from a database AUTO_INCREMENT: floor order <MAX(id)>.
+A counter already at <value> is left as is; one above it is never lowered (exit 1).
+Generators running meanwhile take their next segment above <value>. A counter that does
+not exist is an error (exit 1) unless --create is given. --json prints
+{"key", "name", "old", "new", "raised"}.
+
+  --create          Create the counter at <value> if it does not exist
+
+${COMMON_HELP}`,
+  daily: `Usage: kvid daily <name> [--time-zone Z] [options]
+
+Print the day counters of daily serial <name> (fields yyyymmdd of hash kvid:daily:<name>),
+oldest first, as "day<TAB>last seq", today's marked "(today)"; then how many days are
+stored. Today comes from this machine's clock in the time zone. --json prints
+{"key", "today", "days": {day: value}}.
+
+  --time-zone <zone>  IANA time zone of the DailyId. Default UTC
+
+${COMMON_HELP}`,
+  cleanup: `Usage: kvid cleanup <name> --keep-days N [--time-zone Z] [--dry-run] [options]
+
+Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N days old,
+N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
+fields are left alone. Today is the earlier of this machine's and the server's (TIME), in
+the time zone: a clock running ahead never deletes a day generators still use.
+
+  --keep-days <N>     Days to keep besides today, at least 1 (required)
+  --time-zone <zone>  IANA time zone of the DailyId. Default UTC
+  --dry-run           Print the fields that would be deleted, delete nothing
+
+--json prints {"key", "before", "deleted"} (and "fields" with --dry-run).
+
+${COMMON_HELP}`,
+};
+
+/** A failure with its exit code. */
+export class CliError extends Error {
+  constructor(readonly exit: number, message: string) {
+    super(message);
+  }
+}
+
+export const usage = (message: string) =>
+  new CliError(EXIT.usage, `${message}\nRun "kvid --help" for usage.`);
+
+export interface Parsed {
+  command: string;
+  args: Record<string, string>;
+  url: string;
+  key: string;
+  json: boolean;
+  timeout: number;
+  /** next: how many IDs. */
+  count: number;
+  /** floor: the value, canonical decimal. */
+  value: string;
+  /** cleanup: days kept besides today, the zone, and whether to delete. */
+  keepDays: number;
+  zone: ZonedDays | undefined;
+  dryRun: boolean;
+  /** next, floor: start a counter that does not exist. */
+  create: boolean;
+}
+
+export function parse(argv: string[]): Parsed | { help: string } {
+  const all: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS };
+  for (const spec of Object.values(COMMAND_OPTIONS)) Object.assign(all, spec);
+  checkNegative(argv, all);
+  let first;
+  try {
+    first = parseArgs({ args: argv, options: all, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw usage(parseError(err));
+  }
+  const command = first.positionals[0];
+  if (command === undefined || command === "help") {
+    const topic = command === "help" ? first.positionals[1] ?? "" : "";
+    if (!(topic in HELP)) throw usage(`unknown command ${JSON.stringify(topic)}`);
+    if (first.values.help || command === "help") return { help: HELP[topic] };
+    throw usage("no command given");
+  }
+  if (!(command in COMMAND_OPTIONS)) throw usage(`unknown command ${JSON.stringify(command)}`);
+  if (first.values.help) return { help: HELP[command] };
+  // Again with this command's options only, so a misplaced option is refused.
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { ...GLOBAL_OPTIONS, ...COMMAND_OPTIONS[command] },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    const message = (err as Error).message;
+    const option = /Unknown option '([^']+)'/.exec(message)?.[1];
+    throw usage(option ? `${command} has no option ${option}` : `${command}: ${parseError(err)}`);
+  }
+  const names = ARITY[command];
+  const positionals = parsed.positionals.slice(1);
+  if (positionals.length !== names.length) {
+    const shape = names.map((n) => `<${n}>`).join(" ");
+    throw usage(
+      `${command} takes ${names.length || "no"} argument${names.length === 1 ? "" : "s"}` +
+        `${shape ? ` (${shape})` : ""}, got ${positionals.length}`,
+    );
+  }
+  const args: Record<string, string> = {};
+  names.forEach((n, i) => args[n] = positionals[i]);
+  if (args.name !== undefined && args.name.length === 0) throw usage("the name must not be empty");
+
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const url = (values.url as string | undefined) || Deno.env.get("KVID_REDIS_URL") || DEFAULT_URL;
+  checkUrl(url);
+  const key = (values.key as string | undefined) ??
+    (command === "cleanup" || command === "daily" ? `kvid:daily:${args.name}` : "kvid");
+  if (key.length === 0) throw usage("--key must not be empty");
+  const timeout = values.timeout === undefined
+    ? 5000
+    : integerArg("--timeout", values.timeout as string, 1, 3_600_000);
+  // Every argument is checked here, before connecting.
+  const count = values.count === undefined
+    ? 1
+    : integerArg("-n", values.count as string, 1, MAX_COUNT);
+  let value = "";
+  if (command === "floor") {
+    const text = args.value;
+    if (!/^\d+$/.test(text) || BigInt(text) > MAX_I64) {
+      throw usage(
+        `floor: <value> must be an integer from 0 to 2^63-1, got ${JSON.stringify(text)}`,
+      );
+    }
+    value = BigInt(text).toString();
+  }
+  let keepDays = 0;
+  let zone: ZonedDays | undefined;
+  if (command === "cleanup" || command === "daily") {
+    if (command === "cleanup") {
+      if (values["keep-days"] === undefined) throw usage("cleanup: --keep-days N is required");
+      keepDays = integerArg("--keep-days", values["keep-days"] as string, 1, 100_000);
+    }
+    const zoneName = (values["time-zone"] as string | undefined) ?? "UTC";
+    try {
+      zone = new ZonedDays(zoneName);
+    } catch {
+      throw usage(`--time-zone: unknown time zone ${JSON.stringify(zoneName)}`);
+    }
+  }
+  return {
+    command,
+    args,
+    url,
+    key,
+    json: values.json === true,
+    timeout,
+    count,
+    value,
+    keepDays,
+    zone,
+    dryRun: values["dry-run"] === true,
+    create: values.create === true,
+  };
+}
+
+/**
+ * Refuse a negative number before parseArgs reads it as an unknown option (its own message
+ * for that is a hint about `--` with an unbalanced quote).
+ */
+function checkNegative(argv: string[], options: Record<string, OptionSpec>): void {
+  const takesValue = new Set<string>();
+  for (const [name, spec] of Object.entries(options)) {
+    if (spec.type !== "string") continue;
+    takesValue.add(`--${name}`);
+    if (spec.short) takesValue.add(`-${spec.short}`);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--") return;
+    if (!/^-\d/.test(argv[i])) continue;
+    const before = argv[i - 1];
+    const command = argv.find((a) => !a.startsWith("-")) ?? "kvid";
+    const what = before !== undefined && takesValue.has(before) ? before : command;
+    throw usage(
+      `${what}: negative numbers are not accepted, got ${JSON.stringify(argv[i])}`,
+    );
+  }
+}
+
+/** parseArgs' message in a sentence of ours. */
+function parseError(err: unknown): string {
+  const message = (err as Error).message;
+  const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+  if (unknown) return `unknown option ${unknown}`;
+  const option = /Option '(-\w, )?(--[\w-]+)/.exec(message)?.[2];
+  if (option && /argument missing/.test(message)) return `${option} needs a value`;
+  if (option && /ambiguous/.test(message)) return `${option} needs a value`;
+  if (option && /does not take an argument/.test(message)) return `${option} takes no value`;
+  return message.split(". ")[0];
+}
+
+function integerArg(what: string, text: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw usage(`${what} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+function checkUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw usage(`--url: not a URL: ${JSON.stringify(redact(url))}`);
+  }
+  if (u.protocol !== "redis:" && u.protocol !== "rediss:") {
+    throw usage(`--url must start with redis:// or rediss://, got ${JSON.stringify(redact(url))}`);
+  }
+}
+
+/** The URL without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, (_, auth: string) => `//${auth.replace(/:.*/, ":***")}@`);
+}

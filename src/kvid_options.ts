@@ -1,0 +1,230 @@
+/**
+ * What a {@linkcode KvId} is given and what it reports: its options, its statistics, and the
+ * details of the errors and rollbacks it tells about. The generator itself is in `kvid.ts`.
+ *
+ * @module
+ */
+
+import type { KvIdErrorCode } from "./errors.ts";
+import type { RedisSource } from "./redis_store.ts";
+import type { StepRule } from "./step.ts";
+import type { Store } from "./store_contract.ts";
+
+/**
+ * Options of {@linkcode KvId}. Every one is optional and validated at construction.
+ *
+ * @example Tuned for a busy counter
+ * ```ts
+ * import { KvId, type KvIdOptions } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const options = {
+ *   key: "ids", // HINCRBY ids order <step>
+ *   minStep: 100, // the first reservation takes 100 IDs
+ *   segmentDuration: 60_000, // aim for one reservation a minute
+ *   timeout: 1_000, // a call without an ID after 1 s rejects
+ * } satisfies KvIdOptions;
+ * const ORDER_ID = new KvId("order", options); // validated now, connects on first use
+ * assert.ok(ORDER_ID.key === "ids" && ORDER_ID.stats().step === 100);
+ * ```
+ */
+export interface KvIdOptions {
+  /**
+   * The Redis client, or a function returning one (called on the first reservation and shared).
+   * An array of them: independent servers that interleave blocks of IDs (see `block`).
+   * Default: the one given to {@linkcode configure}.
+   */
+  redis?: RedisSource | RedisSource[];
+  /**
+   * With several servers in `redis`: IDs per block. IDs are cut in blocks of this size and
+   * server `i` of N only issues blocks whose index is `i` modulo N, so the servers never share
+   * an ID (see {@linkcode InterleavedStore}). A reservation takes whole blocks. N, `block` and
+   * the servers' order are stored with the counter on each server on first use and must not
+   * change. Default 1,000.
+   */
+  block?: number;
+  /** A custom store instead of `redis` (advanced: tests, other backends). */
+  store?: Store;
+  /** The hash holding the counters. Default `"kvid"`. */
+  key?: string;
+  /** Smallest and first step (IDs per reservation). Default 1. */
+  minStep?: number;
+  /** Largest step. Default 1,000,000. */
+  maxStep?: number;
+  /**
+   * The first step, from `minStep` to `maxStep`. Default `minStep`. A service that knows its
+   * rate (or carries a step over from a previous generator) skips the ramp-up.
+   */
+  initialStep?: number;
+  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000 (10 min). */
+  segmentDuration?: number;
+  /**
+   * Fraction of the current segment left when the next one is reserved in the background,
+   * 0 to 1; 0 turns prefetch off. Default 0.2.
+   */
+  prefetchAt?: number;
+  /**
+   * How long, in ms, one reservation may take, and so how long a call waits for an ID when
+   * none is buffered, before it rejects with a {@linkcode KvIdError}. Default 5,000.
+   */
+  timeout?: number;
+  /**
+   * Fail fast during a known outage. Once the store is known down (a call waited `timeout` while
+   * reservations failed, or one reservation hung for `timeout`), a call that finds no
+   * ID buffered rejects at once with an `"unavailable"` {@linkcode KvIdError} (the last store
+   * error as its cause) instead of waiting out `timeout`, while one background probe at a time
+   * retries with backoff (at most `timeout / 2` or 2 s apart); the first probe that succeeds
+   * serves calls again. False: every such call waits up to `timeout`.
+   *
+   * @default {true}
+   */
+  failFast?: boolean;
+  /** Hand out `bigint` IDs, exact up to 2^63-1. Default false: `number`, up to 2^53-1. */
+  bigint?: boolean;
+  /**
+   * Send this generator's highest reserved ID as a floor with each reservation, so a counter
+   * that went backwards (a server that lost data) is raised instead of handing out old IDs.
+   * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
+   * `HINCRBY`. False: always plain `HINCRBY`. Either way a counter of interleaved servers is
+   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`). Default
+   * true.
+   */
+  guard?: boolean;
+  /** How far past the floor a counter found below it is raised. Default 0. */
+  rollbackMargin?: number;
+  /**
+   * On `close()`, give the unused IDs at the top of the buffer back to the counter when nobody
+   * reserved after this generator: one compare-and-set script sets the counter to the first
+   * unused ID minus 1 only if it still equals the end of the last reservation. Not done without
+   * scripting or with interleaved servers (the IDs stay a gap, as before).
+   *
+   * @default true
+   */
+  giveBack?: boolean;
+  /**
+   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
+   * and on `close()`) and, without `initialStep`, start from the remembered one (within
+   * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
+   * ramp-up. Needs scripting; the Rust crate ignores the field.
+   *
+   * @default true
+   */
+  rememberStep?: boolean;
+  /**
+   * Hand out a reservation's IDs only once this many replicas acknowledged it: `WAIT replicas`
+   * on the same connection right after the increment, so a failover to a replica cannot
+   * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
+   * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
+   * client of its own (see the README, "Replicated Redis").
+   *
+   * @default {0}
+   */
+  replicas?: number;
+  /**
+   * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
+   * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
+   */
+  stepRule?: StepRule;
+  /**
+   * Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. A
+   * reading that is not a finite number fails the reservation as `"config"` before any I/O; a
+   * reading earlier than the one before leaves the step as it was.
+   */
+  clock?: () => number;
+}
+
+/**
+ * A snapshot of a generator's state, from {@linkcode KvId.stats}.
+ *
+ * @example After the first ID
+ * ```ts
+ * import { KvId, type KvIdStats } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * let counter = 0n; // an in-memory counter standing in for Redis
+ * const store: Store = {
+ *   reserve(_key, _field, count) {
+ *     const first = counter + 1n;
+ *     counter += BigInt(count);
+ *     return Promise.resolve({ ranges: [{ first, last: counter }], raised: false });
+ *   },
+ * };
+ * await using ORDER_ID = new KvId("order", { store, minStep: 100 });
+ * await ORDER_ID.next();
+ * const stats: KvIdStats = ORDER_ID.stats();
+ * assert.ok(stats.segments === 1 && stats.high === "100" && stats.remaining === 99);
+ * assert.ok(ORDER_ID.high === 100n); // the same mark as a bigint
+ * console.log(JSON.stringify(stats)); // plain data: strings, numbers, booleans
+ * ```
+ */
+export interface KvIdStats {
+  /** The counter's field. */
+  name: string;
+  /** The counter's hash. */
+  key: string;
+  /** How many IDs the next reservation asks for. */
+  step: number;
+  /** IDs buffered in memory (current and next segment). */
+  remaining: number;
+  /** Reservations that succeeded. */
+  segments: number;
+  /** Reservations that failed or timed out. */
+  failures: number;
+  /** Calls that found no ID buffered and waited for a reservation. */
+  stalls: number;
+  /** Round-trip time of the last successful reservation, in ms. */
+  lastFetchMs: number | undefined;
+  /**
+   * The highest ID reserved so far, as an exact decimal string (`"0"` before the first); the
+   * same value as a `bigint` is {@linkcode KvId.high}.
+   */
+  high: string;
+  /** Times the counter was found below `high` and raised (or refused, without `guard`). */
+  rollbacks: number;
+  /** True while a reservation is in flight or about to start. */
+  reserving: boolean;
+  /** The last reservation error, cleared by a success: its code and message. */
+  lastError: KvIdErrorSummary | undefined;
+}
+
+/**
+ * A {@linkcode KvIdError} as plain data, in {@linkcode KvIdStats.lastError}: stats stay
+ * JSON-safe (`JSON.stringify(ORDER_ID.stats())` works).
+ *
+ * @example Report the last error in a health check
+ * ```ts
+ * import type { KvIdErrorSummary } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const last: KvIdErrorSummary = { code: "timeout", message: "no ID within 5000 ms" };
+ * assert.ok(JSON.parse(JSON.stringify(last)).code === "timeout");
+ * ```
+ */
+export interface KvIdErrorSummary {
+  /** What went wrong ({@linkcode KvIdError.code}). */
+  code: KvIdErrorCode;
+  /** The error's message. */
+  message: string;
+}
+
+/**
+ * The detail of a `"rollback"` event of {@linkcode KvId}.
+ *
+ * @example Log a counter that went backwards
+ * ```ts
+ * import { KvId, type RollbackDetail } from "@kvid/core";
+ *
+ * const ORDER_ID = new KvId("order");
+ * ORDER_ID.addEventListener("rollback", (e) => {
+ *   const { floor, last }: RollbackDetail = e.detail;
+ *   console.warn(`counter "order" was below ID ${floor}: raised, reserved up to ${last}`);
+ * });
+ * ```
+ */
+export interface RollbackDetail {
+  /** The generator's high-water mark, sent as the floor. */
+  floor: bigint;
+  /** The range reserved after the counter was raised: its last ID. */
+  last: bigint;
+}

@@ -1,0 +1,148 @@
+/**
+ * The service's configuration from environment variables: which store (node-redis on
+ * `KVID_REDIS_URL`, else Deno KV), the tokens and the caps. Apart from the handler so the
+ * handler reads without the connection details.
+ *
+ * @module
+ */
+
+import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
+import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
+import type { RedisSource } from "../redis_store.ts";
+import type { ServiceOptions } from "../server.ts";
+
+/** What {@linkcode optionsFromEnv} makes: the options and the store's resources to close. */
+export interface EnvConfig {
+  /** The options for {@linkcode createHandler}. */
+  options: ServiceOptions;
+  /** Close the Redis client or Deno KV database opened from the environment. */
+  close(): Promise<void>;
+}
+
+/**
+ * Read the service's configuration from environment variables:
+ *
+ * - `KVID_REDIS_URL`: a Redis/Kvrocks URL (`redis://[user:password@]host:port[/db]` or
+ *   `rediss://`), used with node-redis. Unset: Deno KV.
+ * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
+ * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
+ *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ *
+ * Nothing connects until the first request.
+ *
+ * @example Deno KV in memory, open on purpose
+ * ```ts
+ * import { createHandler, optionsFromEnv } from "@kvid/core/server";
+ * import assert from "node:assert/strict";
+ *
+ * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
+ * const config = optionsFromEnv((name) => env.get(name));
+ * await using service = createHandler({ ...config.options, log: () => {} });
+ * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket"));
+ * assert.match(await res.text(), /^\d{8}000001\n$/);
+ * await service.close();
+ * await config.close();
+ * ```
+ *
+ * @param get Reads one variable; default `Deno.env.get`.
+ * @returns The options and a `close` for what they opened.
+ */
+export function optionsFromEnv(
+  get: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): EnvConfig {
+  const int = (name: string): number | undefined => {
+    const v = get(name);
+    if (v === undefined || v === "") return undefined;
+    if (!/^[0-9]+$/.test(v)) throw new TypeError(`${name} must be a positive integer, got ${v}`);
+    return Number(v);
+  };
+  const authVar = get("KVID_AUTH");
+  if (authVar !== undefined && authVar !== "" && authVar !== "none" && authVar !== "token") {
+    throw new TypeError(`KVID_AUTH must be "none" or "token", got ${JSON.stringify(authVar)}`);
+  }
+  const base: ServiceOptions = {
+    tokens: get("KVID_TOKENS") || undefined,
+    auth: authVar === "none" ? "none" : "token",
+    timeZone: get("KVID_TIME_ZONE") || undefined,
+    maxGenerators: int("KVID_MAX_GENERATORS"),
+    timeout: int("KVID_TIMEOUT_MS"),
+  };
+  const url = get("KVID_REDIS_URL");
+  if (url) {
+    const redis = connectNodeRedis(url, base.timeout ?? 5_000);
+    return {
+      options: { ...base, redis: redis.source, ready: redis.ping, storeLabel: redactUrl(url) },
+      close: redis.close,
+    };
+  }
+  const path = get("KVID_KV_PATH") || undefined;
+  let kv: Promise<Deno.Kv> | undefined;
+  const open: DenoKvSource = () => kv ??= Deno.openKv(path);
+  const store = new DenoKvStore(open);
+  return {
+    options: {
+      ...base,
+      store,
+      ready: async () => await (await open()).get(["kvid-ready"]),
+      storeLabel: `Deno KV${path === undefined ? "" : ` ${path}`}`,
+    },
+    // The store closes the database it opened through `open`.
+    close: () => Promise.resolve(store.close()),
+  };
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    throw new TypeError("KVID_REDIS_URL is not a URL");
+  }
+}
+
+type NodeRedisClient = {
+  isReady: boolean;
+  connect(): Promise<unknown>;
+  ping(): Promise<unknown>;
+  destroy(): void;
+  on(event: string, listener: (err: unknown) => void): unknown;
+};
+
+// node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
+// it (re)connects; the generators' timeout bounds how long a request waits for them.
+function connectNodeRedis(url: string, timeout: number) {
+  redactUrl(url);
+  let client: Promise<NodeRedisClient> | undefined;
+  let lastLogged = 0;
+  const open = () =>
+    client ??= import("redis").then(({ createClient }) => {
+      const c = createClient({
+        url,
+        socket: {
+          connectTimeout: Math.min(timeout, 5_000),
+          reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2_000),
+        },
+      }) as unknown as NodeRedisClient;
+      c.on("error", (err) => {
+        // Once every 10 s at most: a Redis outage must not flood the log.
+        if (Date.now() - lastLogged < 10_000) return;
+        lastLogged = Date.now();
+        console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
+      return c;
+    });
+  const source: RedisSource = async () => fromNodeRedis((await open()) as unknown as NodeRedisLike);
+  return {
+    source,
+    ping: async () => {
+      const c = await open();
+      if (!c.isReady) throw new Error("not connected");
+      await c.ping();
+    },
+    close: async () => {
+      if (client !== undefined) (await client).destroy();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * The store contract: what a backend implements ({@linkcode Store}), what one reservation takes
+ * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), and
+ * where a counter's remembered step lives ({@linkcode stepField}). The engine depends on this
+ * file alone; the Redis, interleaved and Deno KV stores implement it.
+ *
+ * @module
+ */
+
+/**
+ * An inclusive range of reserved IDs.
+ *
+ * @example The range of one `HINCRBY`
+ * ```ts
+ * import type { IdRange } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // `HINCRBY kvid order 100` replied 300: this reservation holds IDs 201..300.
+ * const range: IdRange = { first: 300n - 100n + 1n, last: 300n };
+ * assert.ok(range.first === 201n && range.last - range.first + 1n === 100n);
+ * ```
+ */
+export interface IdRange {
+  /** The first ID. */
+  first: bigint;
+  /** The last ID, >= first. */
+  last: bigint;
+}
+
+/**
+ * What one reservation returned.
+ *
+ * @example One counter, and interleaved servers
+ * ```ts
+ * import type { Reservation } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // `HINCRBY kvid order 100` replied 300: one range.
+ * const plain: Reservation = { ranges: [{ first: 201n, last: 300n }], raised: false };
+ * // Server 1 of 2 with blocks of 10 owns blocks 1, 3, 5, ...: 20 IDs are two ranges.
+ * const interleaved: Reservation = {
+ *   ranges: [{ first: 11n, last: 20n }, { first: 31n, last: 40n }],
+ *   raised: false,
+ * };
+ * assert.ok(plain.ranges.length === 1 && interleaved.ranges.length === 2);
+ * ```
+ */
+export interface Reservation {
+  /**
+   * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
+   * for a single counter, several when a store interleaves blocks.
+   */
+  ranges: IdRange[];
+  /** True when the stored counter was below the floor and was raised first (a rollback). */
+  raised: boolean;
+}
+
+/**
+ * How a reservation is made.
+ *
+ * @example What a guarded generator sends
+ * ```ts
+ * import type { ReserveOptions } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // A `KvId` with `rollbackMargin: 1000` that reserved IDs up to 300: a counter found below
+ * // 300 (a server that lost data) is set to 1,300 before the increment.
+ * const options: ReserveOptions = { floor: 300n, raiseTo: 1_300n, guard: true, exact: false };
+ * assert.ok(options.raiseTo - options.floor === 1_000n);
+ * ```
+ */
+export interface ReserveOptions {
+  /** The highest ID the caller already holds; the counter is raised to `raiseTo` if below it. */
+  floor: bigint;
+  /** The value to raise a counter found below `floor` to (floor plus a safety margin). */
+  raiseTo: bigint;
+  /** Use the floor script. False: plain `HINCRBY`, no scripting. */
+  guard: boolean;
+  /** The caller needs the value exactly even above 2^53 (bigint mode). */
+  exact: boolean;
+  /**
+   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
+   * Default 0: no wait.
+   */
+  replicas?: number;
+  /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
+  waitMs?: number;
+}
+
+/**
+ * Reserves ranges of IDs; one call is one atomic reservation.
+ *
+ * @example An in-memory store for tests
+ * ```ts
+ * import { KvId } from "@kvid/core";
+ * import type { Store } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const counters = new Map<string, bigint>(); // HINCRBY semantics, with the floor guard
+ * const memory: Store = {
+ *   reserve(key, field, count, { floor, raiseTo, guard }) {
+ *     const found = counters.get(`${key}/${field}`) ?? 0n;
+ *     const raised = guard && found < floor;
+ *     const last = (raised ? raiseTo : found) + BigInt(count);
+ *     counters.set(`${key}/${field}`, last);
+ *     return Promise.resolve({ ranges: [{ first: last - BigInt(count) + 1n, last }], raised });
+ *   },
+ * };
+ * await using ORDER_ID = new KvId("order", { store: memory });
+ * assert.ok(await ORDER_ID.next() === 1 && await ORDER_ID.next() === 2);
+ * ```
+ */
+export interface Store {
+  /** Reserve `count` IDs of counter `field` in hash `key`. */
+  reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
+  /**
+   * Optional, for {@linkcode DailyId} cleanup: delete the counters of hash `key` whose field is
+   * a `yyyymmdd` day before `before` (a `yyyymmdd` too), nothing else; resolves to how many.
+   * A `DailyId` on a store without it (and without `redis`) refuses `keepDays`.
+   */
+  deleteDaysBefore?(key: string, before: string): Promise<number>;
+  /**
+   * Optional: give back the unused tail `range` of the caller's last reservation, on close. Sets
+   * the counter to `range.first - 1` only if it still equals `range.last` (nobody reserved
+   * since), atomically; never otherwise. Resolves to true when given back. A store that cannot
+   * do it atomically leaves it out.
+   */
+  release?(key: string, field: string, range: IdRange): Promise<boolean>;
+  /**
+   * Optional: the step the counter's processes last used, remembered next to it (see
+   * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.
+   */
+  loadStep?(key: string, field: string): Promise<number | undefined>;
+  /** Optional: remember `step` next to the counter for the next generator to start from. */
+  saveStep?(key: string, field: string, step: number): Promise<void>;
+}
+
+/**
+ * The hash field holding the step the processes of counter `field` last used: `"\0step:"`
+ * then the name. The NUL byte keeps it apart from counter names a user would choose, and the
+ * Rust crate, which only increments its own field, never reads it.
+ *
+ * @example
+ * ```ts
+ * import { stepField } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(stepField("order") === "\0step:order"); // HGET kvid "\0step:order" -> "65536"
+ * ```
+ *
+ * @param field The counter's name.
+ * @returns The field next to it, in the same hash.
+ */
+export function stepField(field: string): string {
+  return `\0step:${field}`;
+}

@@ -1,0 +1,69 @@
+/**
+ * Option and argument validation shared by the generators: one wording for every bad value, a
+ * `TypeError` for the wrong kind and a `RangeError` for a value out of range.
+ *
+ * @module
+ */
+
+/** Describe a bad value briefly for an error message. */
+export function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "string") return JSON.stringify(value.slice(0, 40));
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  if (typeof value === "function") return "a function";
+  return `${typeof value} ${String(value)}`;
+}
+
+/** `"KvId option minStep"` for an option, `"KvId nextBatch(count)"` for a method's argument. */
+export function argumentLabel(who: string, what: string): string {
+  return what.includes("(") ? `${who} ${what}` : `${who} option ${what}`;
+}
+
+const MAX_NAME_BYTES = 4096;
+const utf8 = new TextEncoder();
+
+/** Throw a TypeError unless `value` is a non-empty, well-formed string of at most 4 KiB. */
+export function checkName(who: string, what: string, value: unknown): asserts value is string {
+  if (typeof value !== "string") {
+    throw new TypeError(`${who} ${what} must be a string, got ${describe(value)}`);
+  }
+  if (value.length === 0) throw new TypeError(`${who} ${what} must not be empty`);
+  if (!value.isWellFormed()) {
+    throw new TypeError(`${who} ${what} must be well-formed Unicode (it has a lone surrogate)`);
+  }
+  const bytes = utf8.encode(value).length;
+  if (bytes > MAX_NAME_BYTES) {
+    throw new TypeError(`${who} ${what} is ${bytes} UTF-8 bytes, more than ${MAX_NAME_BYTES}`);
+  }
+}
+
+/**
+ * Throw unless `value` is a number from `min` to `max`; `aboveMax` is appended to the message
+ * of a value above `max` (a hint what to do instead).
+ */
+export function checkNumber(
+  who: string,
+  what: string,
+  value: unknown,
+  min: number,
+  max: number,
+  aboveMax = "",
+): void {
+  const subject = argumentLabel(who, what);
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`${subject} must be a number, got ${describe(value)}`);
+  }
+  if (!(value >= min && value <= max)) {
+    const hint = value > max ? aboveMax : "";
+    throw new RangeError(`${subject} must be between ${min} and ${max}, got ${value}${hint}`);
+  }
+}
+
+/** {@linkcode checkNumber}, and an integer. */
+export function checkInteger(...args: Parameters<typeof checkNumber>): void {
+  checkNumber(...args);
+  const [who, what, value] = args;
+  if (!Number.isInteger(value)) {
+    throw new RangeError(`${argumentLabel(who, what)} must be an integer, got ${value}`);
+  }
+}
