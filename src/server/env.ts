@@ -9,7 +9,7 @@
 import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
 import type { RedisSource } from "../redis_store.ts";
-import type { ServiceOptions } from "../server.ts";
+import type { ServiceOptions } from "./options.ts";
 
 /** What {@linkcode optionsFromEnv} makes: the options and the store's resources to close. */
 export interface EnvConfig {

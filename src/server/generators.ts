@@ -9,7 +9,7 @@ import { DailyId } from "../daily.ts";
 import { KvId } from "../kvid.ts";
 import type { KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
-import { Histogram } from "./metrics.ts";
+import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
 /** The two kinds of endpoint. */
