@@ -64,7 +64,8 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   readonly high: bigint;
   /**
    * Stop: pending and later calls reject with a `"closed"` {@linkcode KvIdError}; waits for an
-   * in-flight reservation (at most `timeout` ms). The Redis client is the caller's to close.
+   * in-flight reservation, then gives back the unused IDs where it can (`giveBack`), all in at
+   * most `timeout` ms. The Redis client is the caller's to close.
    */
   close(): Promise<void>;
   /** Same as {@linkcode KvId.close}, for `await using`. */
@@ -398,7 +399,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#backoffTimer = undefined;
       clearTimeout(this.#prefetchTimer);
       this.#prefetchTimer = undefined;
-      this.#closing = this.#finishClose(tail);
+      this.#closing = this.#finishClose(tail, performance.now() + this.#timeout);
     }
     await this.#closing;
   }
@@ -406,10 +407,14 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   /**
    * After the reservation in flight (if any) landed, give back the unused top of what this
    * generator reserved, if the store can (compare-and-set: only when nobody reserved since),
-   * and remember the step. Bounded by `timeout`; a failure leaves the gap, as without it.
+   * and remember the step. All of close() is bounded by one `timeout` from its call (`deadline`):
+   * what the reservation in flight took is not given again; a failure leaves the gap, as
+   * without it.
    */
-  async #finishClose(tail: IdRange | undefined): Promise<void> {
+  async #finishClose(tail: IdRange | undefined, deadline: number): Promise<void> {
     await this.#inflight;
+    const left = deadline - performance.now();
+    if (left <= 0) return;
     const store = this.#store;
     const range = this.#options.giveBack === false ? undefined : this.#unusedTop(tail);
     const work: Promise<unknown>[] = [];
@@ -422,7 +427,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     try {
       await Promise.race([
         Promise.all(work),
-        new Promise((resolve) => timer = setTimeout(resolve, this.#timeout)),
+        new Promise((resolve) => timer = setTimeout(resolve, left)),
       ]);
     } catch {
       // Not given back: a gap, as without giveBack.

@@ -247,3 +247,34 @@ Deno.test("next() hands out the same IDs on its fast, switching and waiting path
   assert.deepEqual(got, [1, 2, 3, 4, 5, 11]);
   assert.equal(id.stats().stalls, 1);
 });
+
+Deno.test("close() takes one timeout in all: the reservation in flight, then the give-back", async () => {
+  /** A store whose give-back never answers (a server that hangs after the reservation). */
+  class HangingRelease extends ScriptedStore {
+    released = 0;
+    release(): Promise<boolean> {
+      this.released++;
+      return new Promise(() => {});
+    }
+  }
+  const store = new HangingRelease();
+  const timeout = 3_000;
+  const id = new KvId("x", { store, timeout, minStep: 10, maxStep: 10, rememberStep: false });
+  const first = id.next();
+  await store.called(1);
+  store.answer(0, 1n, 10n);
+  assert.equal(await first, 1);
+  for (let i = 2; i <= 8; i++) await id.next(); // 2 left: the prefetch goes out
+  await store.called(2);
+  const started = performance.now();
+  const closing = id.close();
+  // The prefetch answers after 2 of the 3 s: 1 s of close()'s timeout is left for the give-back
+  // (before: a whole timeout of its own, 5 s in all).
+  await new Promise((r) => setTimeout(r, 2_000));
+  store.answer(1, 11n, 20n);
+  await closing;
+  const took = performance.now() - started;
+  assert.equal(store.released, 1, "9..20 was offered back");
+  // At the deadline, not a second timeout after it; 1.5 s for a loaded machine's late timers.
+  assert.ok(took >= timeout - 1 && took < timeout + 1_500, `close() took ${Math.round(took)} ms`);
+});
