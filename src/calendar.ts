@@ -27,7 +27,7 @@ export const MAX_EPOCH_MS: number = Date.UTC(9999, 11, 30);
 const DAY_MS = 86_400_000;
 
 /** Make a {@linkcode Day} from its parts. */
-export function makeDay(year: number, month: number, day: number): Day {
+function makeDay(year: number, month: number, day: number): Day {
   const ymd = year * 10_000 + month * 100 + day;
   return { year, month, day, ymd, text: String(ymd) };
 }

@@ -78,7 +78,7 @@ const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
  * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
  * Sent through `sendCommand` when the client has it, else as a script.
  */
-export async function serverNow(client: RedisClient): Promise<number> {
+async function serverNow(client: RedisClient): Promise<number> {
   const reply = client.sendCommand !== undefined
     ? await client.sendCommand("TIME", [])
     : await TIME_SCRIPT.run(client, [], []);

@@ -45,7 +45,7 @@ export interface InterleavedStoreOptions {
 }
 
 /** The default number of IDs per block. */
-export const DEFAULT_BLOCK = 1000;
+const DEFAULT_BLOCK = 1000;
 /** The most servers an interleaved store takes. */
 export const MAX_SERVERS = 1024;
 // Blocks per reservation at most: a reservation is one segment object per block.

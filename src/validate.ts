@@ -15,7 +15,7 @@ export function describe(value: unknown): string {
 }
 
 /** `"KvId option minStep"` for an option, `"KvId nextBatch(count)"` for a method's argument. */
-export function argumentLabel(who: string, what: string): string {
+function argumentLabel(who: string, what: string): string {
   return what.includes("(") ? `${who} ${what}` : `${who} option ${what}`;
 }
 

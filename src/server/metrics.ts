@@ -43,7 +43,7 @@ const SERIES: Record<string, Series> = {
 };
 
 /** Escape a label value: backslash, double quote and newline. */
-export function escapeLabel(value: string): string {
+function escapeLabel(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 }
 

@@ -23,7 +23,7 @@ border:1px solid #e3e6eb} form{display:inline} input{font:inherit;padding:.3rem}
 button{font:inherit;padding:.3rem .8rem}`;
 
 /** Escape text for HTML. */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
@@ -51,7 +51,7 @@ ${failed ? '<p class="err" role="alert">That token is not valid.</p>' : ""}</div
 }
 
 /** An SVG line chart of `series` (one value per second, oldest first). */
-export function rateChart(series: number[], width = 720, height = 140): string {
+function rateChart(series: number[], width = 720, height = 140): string {
   let max = 1;
   for (const v of series) if (v > max) max = v;
   const step = series.length > 1 ? width / (series.length - 1) : width;
