@@ -15,7 +15,6 @@
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
 import type { KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkRedisOption, storeForRedis } from "./redis_option.ts";
-import type { Segment } from "./segment.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import type { IdRange, Reservation, Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
@@ -172,7 +171,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly key: string;
   readonly #options: KvIdOptions;
   readonly #bigint: boolean;
-  readonly #buf: SegmentBuffer;
+  // Set here, to a buffer, and again in the constructor: a field first set to undefined would
+  // make V8 check what it holds on every next().
+  readonly #buf: SegmentBuffer = new SegmentBuffer({ prefetchAt: 0, safeOnly: true });
   readonly #sizer: StepSizer;
   readonly #maxStep: number;
   readonly #minStep: number;
@@ -312,44 +313,44 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     trackGenerator(this);
   }
 
-  // The hot path: no I/O, no lock, no allocation but the promise; one comparison before the
-  // prefetch mark. No `await` may appear here or in #take: once an `await` in next() had run (a
-  // stall, e.g. at a segment switch the prefetch did not cover), V8 compiled next() with that
-  // suspend point and allocated its resumable frame on every call, fast path included (1.8x a
-  // bare `await` instead of 1.35x, bench/hot_path_bench.ts). Waiting lives in #nextSlow, reached
-  // by a plain call: add slow-path logic there or in #nextPastMark, never here or in #take.
-  next(): Promise<T> {
-    try {
-      const s = this.#buf.current;
-      return s.used < s.prefetchFrom ? this.#take(s) : this.#nextPastMark();
-    } catch (err) {
-      return Promise.reject(err); // as the async function it was: a wrong `this` rejects
-    }
-  }
-
-  /** The next ID of `s`, which has one left, as an async function without `await`. */
+  // The hot path: no I/O, no lock, no allocation but the promise (and the bigint); one
+  // comparison before the prefetch mark. What it costs, measured (bench/hot_path_bench.ts):
+  // - next() is an async function without `await`. Once an `await` in it had run (a stall),
+  //   V8 kept its resumable frame on every call, fast path included (1.8x a bare await).
+  // - Its promise is allocated on every call: V8 elides the promise of an inlined async function
+  //   with one straight path (a bare counter), not once there is a second one (here: switch or
+  //   wait). That is most of the difference to a bare awaited counter; no way around it found.
+  // - A private method call here (#idAt) costs a tenth more, so its expression is written out.
+  // - The fields read here must hold small integers from the start (SegmentBuffer, #buf).
   // deno-lint-ignore require-await
-  async #take(s: Segment): Promise<T> {
-    const i = s.used++;
-    return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
+  async next(): Promise<T> {
+    const b = this.#buf;
+    if (b.used < b.prefetchFrom) {
+      const i = b.used++; // #idAt, written out
+      return (this.#bigint === true
+        ? BigInt.asIntN(64, b.first + BigInt(i))
+        : b.firstNumber + i) as T;
+    }
+    return this.#nextPastMark();
   }
 
   /** next() at or past the prefetch mark: start the prefetch, switch segments, or wait. */
-  #nextPastMark(): Promise<T> {
-    let s = this.#buf.current;
-    if (s.used >= s.size) {
-      // Used up: switch to the segment reserved ahead, or wait (no waiter queues while one is).
-      if (!this.#buf.advance()) return this.#nextSlow();
-      s = this.#buf.current;
-      if (s.used < s.prefetchFrom) return this.#take(s);
-    }
-    this.#prefetchSoon();
-    return this.#take(s);
+  #nextPastMark(): T | Promise<T> {
+    const b = this.#buf;
+    // Used up: switch to the segment reserved ahead, or wait (no waiter queues while one is).
+    if (b.used >= b.size && !b.advance()) return this.#wait(1, undefined) as Promise<T>;
+    if (b.used >= b.prefetchFrom) this.#prefetchSoon();
+    return this.#idAt(b.used++);
   }
 
-  /** The waiting path of next(): nothing is buffered. */
-  async #nextSlow(): Promise<T> {
-    return await this.#wait(1, undefined) as T;
+  /** ID `i` of the current segment, in this generator's mode. */
+  #idAt(i: number): T {
+    const b = this.#buf;
+    // asIntN(64) is exact for every ID (at most 2^63 - 1) and lets V8 add in int64 registers,
+    // allocating only the result: half the cost of `b.first + BigInt(i)` on its own.
+    return (this.#bigint === true
+      ? BigInt.asIntN(64, b.first + BigInt(i))
+      : b.firstNumber + i) as T;
   }
 
   async nextBatch(count: number): Promise<T[]> {
@@ -454,20 +455,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** Copy up to `count - from` buffered IDs into `ids` from index `from`; returns the new count. */
   #fill(ids: T[], from: number, count: number): number {
-    const buf = this.#buf;
+    const b = this.#buf;
     while (from < count) {
-      let s = buf.current;
-      if (s.used >= s.size) {
-        if (!buf.advance()) break;
-        s = buf.current;
-      }
-      const n = Math.min(count - from, s.size - s.used);
-      const start = s.used;
-      s.used += n;
+      if (b.used >= b.size && !b.advance()) break;
+      const n = Math.min(count - from, b.size - b.used);
+      const start = b.used;
+      b.used += n;
       if (this.#bigint) {
-        for (let i = 0; i < n; i++) ids[from + i] = (s.first + BigInt(start + i)) as T;
+        for (let i = 0; i < n; i++) {
+          ids[from + i] = BigInt.asIntN(64, b.first + BigInt(start + i)) as T;
+        }
       } else {
-        const base = s.firstNumber + start;
+        const base = b.firstNumber + start;
         for (let i = 0; i < n; i++) ids[from + i] = (base + i) as T;
       }
       from += n;
@@ -477,13 +476,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** Take one buffered ID, switching segments if needed. */
   #takeOne(): T | undefined {
-    let s: Segment = this.#buf.current;
-    if (s.used >= s.size) {
-      if (!this.#buf.advance()) return undefined;
-      s = this.#buf.current;
-    }
-    const i = s.used++;
-    return (this.#bigint ? s.first + BigInt(i) : s.firstNumber + i) as T;
+    const b = this.#buf;
+    if (b.used >= b.size && !b.advance()) return undefined;
+    return this.#idAt(b.used++);
   }
 
   /** Queue a call for `need` IDs (of which `got` are already in `ids`) until served. */

@@ -1,11 +1,11 @@
 /**
- * A segment: a range of reserved IDs, handed out in order from memory.
+ * A segment: a reserved range of IDs waiting its turn in the buffer.
  *
  * @module
  */
 
 /**
- * The IDs `first .. first + size - 1`, of which the first `used` have been handed out.
+ * The IDs `first .. first + size - 1`, reserved and not yet handed out.
  *
  * Pure and synchronous: no I/O, no clock.
  */
@@ -16,13 +16,11 @@ export class Segment {
   readonly firstNumber: number;
   /** How many IDs the range holds. */
   readonly size: number;
-  /** How many IDs have been handed out. */
-  used = 0;
   /**
    * The index whose taking leaves at most `leftAtMark` IDs in this range, so the next
-   * reservation should start. `size` (never) when prefetch is off or the mark is spent.
+   * reservation should start. `size` (never) when this range has no mark.
    */
-  prefetchFrom: number;
+  readonly prefetchFrom: number;
 
   /**
    * @param first The first ID.
@@ -35,17 +33,4 @@ export class Segment {
     this.size = size;
     this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;
   }
-
-  /** The next reservation is buffered already: the rest of this range needs no mark. */
-  spendMark(): void {
-    if (this.prefetchFrom < this.size) this.prefetchFrom = this.size;
-  }
-
-  /** How many IDs are left. */
-  get remaining(): number {
-    return this.size - this.used;
-  }
 }
-
-/** An empty segment, the state before the first reservation. */
-export const EMPTY_SEGMENT: Segment = new Segment(1n, 0, -1);

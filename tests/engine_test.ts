@@ -64,23 +64,26 @@ Deno.test("SegmentBuffer: number mode stops at MAX_SAFE_INTEGER", () => {
 Deno.test("SegmentBuffer: several ranges form one reservation, prefetch at 20% of the whole", () => {
   const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
   assert.equal(buf.add([{ first: 1n, last: 5n }, { first: 11n, last: 15n }]), 10);
-  assert.equal(buf.current.size, 5);
-  assert.equal(buf.current.prefetchFrom, 5, "no mark in the first range");
+  assert.equal(buf.size, 5);
+  assert.equal(buf.prefetchFrom, 5, "no mark in the first range");
   assert.equal(buf.ahead[0].prefetchFrom, 2, "taking index 2 of the last leaves 2 of 10");
 });
 
 Deno.test("SegmentBuffer: the current segment's mark is spent once the next is buffered", () => {
   const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
   buf.add([{ first: 1n, last: 10n }]);
-  assert.equal(buf.current.prefetchFrom, 7, "taking index 7 leaves 2 of 10");
-  buf.current.used = 8;
+  assert.equal(buf.prefetchFrom, 7, "taking index 7 leaves 2 of 10");
+  buf.used = 8;
   assert.equal(buf.wantsNext, true);
   buf.add([{ first: 11n, last: 20n }]);
-  assert.equal(buf.current.prefetchFrom, 10, "the rest of 1..10 needs no mark");
+  assert.equal(buf.prefetchFrom, 10, "the rest of 1..10 needs no mark");
   assert.equal(buf.wantsNext, false);
-  buf.current.used = 10;
+  assert.equal(buf.advance(), false, "1..10 is not used up");
+  buf.used = 10;
   assert.equal(buf.advance(), true);
-  assert.equal(buf.current.prefetchFrom, 7, "11..20 keeps its own mark");
+  assert.equal(buf.first, 11n);
+  assert.equal(buf.used, 0);
+  assert.equal(buf.prefetchFrom, 7, "11..20 keeps its own mark");
 });
 
 Deno.test("StepSizer doubling: doubles when faster than segmentDuration, halves when slower", () => {
