@@ -377,11 +377,13 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
     } segment switches, ${m.stalls} stalls)`;
   row(
     "Hot path, default options, segments switching: `next()` <= 1.3x a bare await, number " +
-      "and bigint",
+      "and bigint (bigint: a bare await of a fresh bigint)",
     num && big &&
-      `number ${figure(num)}; bigint ${figure(big)}; control ${
+      `number ${figure(num)}, control ${
         fmt(x(asRun(/^await bare async counter/), "ns/ID (median chunk)"))
-      } ns/ID; load ${load}`,
+      } ns/ID; bigint ${figure(big)}, bigint control ${
+        fmt(x(asRun(/bigint control/), "ns/ID (median chunk)"))
+      } ns/ID, ${fmt(x(big, "x bare await (median chunk)"))}x the number control; load ${load}`,
     num && big && x(num, "x control (median chunk)") <= 1.3 &&
       x(big, "x control (median chunk)") <= 1.3,
   );
