@@ -166,6 +166,11 @@ interface Waiter<T> {
   reject(err: unknown): void;
 }
 
+// The classes with each mode's next(), set in KvIdImpl's static block (which can reach its
+// private names) and chosen by KvId at the end.
+let NumberKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<number>;
+let BigIntKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<bigint>;
+
 class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T> {
   readonly name: string;
   readonly key: string;
@@ -313,41 +318,62 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     trackGenerator(this);
   }
 
-  // The hot path: no I/O, no lock, no allocation but the promise (and the bigint); one
-  // comparison before the prefetch mark. What it costs, measured (bench/hot_path_bench.ts):
+  // The hot path is next() of NumberKvId and BigIntKvId below, one class per mode; this one
+  // serves subclasses of KvId (see KvId at the end). No I/O, no lock, no allocation but the
+  // promise (and the bigint); one comparison before the prefetch mark. What it costs, measured
+  // in bench/hot_path_bench.ts:
   // - next() is an async function without `await`. Once an `await` in it had run (a stall),
   //   V8 kept its resumable frame on every call, fast path included (1.8x a bare await).
-  // - Its promise is allocated on every call: V8 elides the promise of an inlined async function
-  //   with one straight path (a bare counter), not once there is a second one (here: switch or
-  //   wait). That is most of the difference to a bare awaited counter; no way around it found.
-  // - A private method call here (#idAt) costs a tenth more, so its expression is written out.
-  // - The fields read here must hold small integers from the start (SegmentBuffer, #buf).
+  // - V8 elides the promise of an inlined async function with one path (a bare counter), not
+  //   once it has a second (here: switch segments or wait): ~0.15x of a bare await, the floor
+  //   of any awaited source that can run dry (measured beside it).
+  // - A function that may return a bigint costs number mode ~0.1x more, even on a path that
+  //   is not taken: hence a class per mode.
+  // - A private method call on the fast path costs ~0.1x more; the fields read here must hold
+  //   small integers from the start (SegmentBuffer, #buf).
   // deno-lint-ignore require-await
   async next(): Promise<T> {
     const b = this.#buf;
-    if (b.used < b.prefetchFrom) {
-      const i = b.used++; // #idAt, written out
-      return (this.#bigint === true
-        ? BigInt.asIntN(64, b.first + BigInt(i))
-        : b.firstNumber + i) as T;
-    }
-    return this.#nextPastMark();
+    return (b.used < b.prefetchFrom ? undefined : this.#pastMark()) ?? this.#idAt(b.used++);
   }
 
-  /** next() at or past the prefetch mark: start the prefetch, switch segments, or wait. */
-  #nextPastMark(): T | Promise<T> {
+  static {
+    NumberKvId = class KvId extends KvIdImpl<number> {
+      // deno-lint-ignore require-await
+      override async next(): Promise<number> {
+        const b = this.#buf;
+        if (b.used < b.prefetchFrom) return b.firstNumber + b.used++;
+        return this.#pastMark() ?? b.firstNumber + b.used++;
+      }
+    };
+    BigIntKvId = class KvId extends KvIdImpl<bigint> {
+      // asIntN(64) is exact for every ID (at most 2^63 - 1) and lets V8 add in int64 registers,
+      // allocating only the result: half the cost of `b.first + BigInt(i)` on its own.
+      // deno-lint-ignore require-await
+      override async next(): Promise<bigint> {
+        const b = this.#buf;
+        if (b.used < b.prefetchFrom) return BigInt.asIntN(64, b.first + BigInt(b.used++));
+        return this.#pastMark() ?? BigInt.asIntN(64, b.first + BigInt(b.used++));
+      }
+    };
+  }
+
+  /**
+   * next() at or past the prefetch mark: switch to the segment ahead and start the prefetch if
+   * due. A promise when nothing is buffered (next() returns it); undefined when the current
+   * segment has an ID for the caller to take.
+   */
+  #pastMark(): Promise<T> | undefined {
     const b = this.#buf;
     // Used up: switch to the segment reserved ahead, or wait (no waiter queues while one is).
     if (b.used >= b.size && !b.advance()) return this.#wait(1, undefined) as Promise<T>;
     if (b.used >= b.prefetchFrom) this.#prefetchSoon();
-    return this.#idAt(b.used++);
+    return undefined;
   }
 
   /** ID `i` of the current segment, in this generator's mode. */
   #idAt(i: number): T {
     const b = this.#buf;
-    // asIntN(64) is exact for every ID (at most 2^63 - 1) and lets V8 add in int64 registers,
-    // allocating only the result: half the cost of `b.first + BigInt(i)` on its own.
     return (this.#bigint === true
       ? BigInt.asIntN(64, b.first + BigInt(i))
       : b.firstNumber + i) as T;
@@ -870,6 +896,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 }
 
+// `new KvId()`: number or bigint mode's class, each with its own next(). A subclass of KvId
+// gets KvIdImpl's next(), which serves both modes.
+function KvIdClass(this: unknown, name: string, options?: KvIdOptions): KvIdImpl<number | bigint> {
+  if (new.target === undefined) {
+    throw new TypeError("Class constructor KvId cannot be invoked without 'new'");
+  }
+  if (new.target !== KvIdClass) return Reflect.construct(KvIdImpl, [name, options], new.target);
+  return options?.bigint === true ? new BigIntKvId(name, options) : new NumberKvId(name, options);
+}
+KvIdClass.prototype = KvIdImpl.prototype;
+Object.defineProperty(KvIdClass, "name", { value: "KvId" });
+
 /**
  * A segment-mode ID generator. See the {@linkcode KvId} interface for its methods and
  * {@linkcode KvIdOptions} for its options.
@@ -882,7 +920,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
  * export const BIG_ID = new KvId("big", { bigint: true }); // KvId<bigint>
  * ```
  */
-export const KvId: KvIdConstructor = KvIdImpl as unknown as KvIdConstructor;
+export const KvId: KvIdConstructor = KvIdClass as unknown as KvIdConstructor;
 
 function isTransient(code: KvIdErrorCode): boolean {
   return code === "connection" || code === "timeout" || code === "conflict" ||

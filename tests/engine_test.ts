@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KvId, KvIdError } from "../mod.ts";
+import { KvId, KvIdError, type KvIdOptions } from "../mod.ts";
 import type { Reservation, ReserveOptions, Store } from "../src/store.ts";
 import { SegmentBuffer } from "../src/segment_buffer.ts";
 import { StepSizer } from "../src/step.ts";
@@ -226,30 +226,78 @@ Deno.test("prefetch starts earlier when what is left would not outlast four roun
 });
 
 Deno.test("next() settles like the async method it was: a wrong receiver rejects, never throws", async () => {
-  const next = KvId.prototype.next;
-  let result: Promise<unknown> | undefined;
-  assert.doesNotThrow(() => {
-    result = next.call({} as never);
-  });
-  await assert.rejects(result!, TypeError);
+  const store = new ScriptedStore();
+  const number = new KvId("x", { store });
+  const bigint = new KvId("y", { store, bigint: true });
+  // KvId.prototype.next serves subclasses; each mode has a next() of its own.
+  for (const next of [KvId.prototype.next, number.next, bigint.next]) {
+    let result: Promise<unknown> | undefined;
+    assert.doesNotThrow(() => {
+      result = next.call({} as never);
+    });
+    await assert.rejects(result!, TypeError);
+  }
+  await number.close();
+  await bigint.close();
 });
 
-Deno.test("next() hands out the same IDs on its fast, switching and waiting paths", async () => {
+Deno.test("new KvId() is a KvId in either mode; a subclass keeps its methods; no call without new", async () => {
+  class Tagged extends AnyKvId {
+    tag(): string {
+      return `tagged ${this.name}`;
+    }
+  }
   const store = new ScriptedStore();
-  await using id = new KvId("x", { store, minStep: 5, maxStep: 5, prefetchAt: 0.4 });
-  const first = id.next(); // waiting: nothing buffered
-  await store.called(1);
-  store.answer(0, 1n, 5n);
-  const got = [await first];
-  // From memory; the prefetch starts at its mark (40% of the segment left) and is answered.
-  for (let i = 0; i < 3; i++) got.push(await id.next());
-  await store.called(2);
-  store.answer(1, 11n, 15n);
-  await new Promise((r) => setTimeout(r, 0)); // the reply is read
-  got.push(await id.next(), await id.next()); // the last of the first segment, then the switch
-  assert.deepEqual(got, [1, 2, 3, 4, 5, 11]);
-  assert.equal(id.stats().stalls, 1);
+  const gens = [
+    new KvId("a", { store }),
+    new KvId("b", { store, bigint: true }),
+    new Tagged("c", { store }),
+    new Tagged("d", { store, bigint: true }),
+  ];
+  for (const gen of gens) assert.ok(gen instanceof KvId, gen.name);
+  assert.equal(gens[2] instanceof Tagged && gens[2].tag(), "tagged c");
+  assert.equal(KvId.name, "KvId");
+  assert.throws(() => (KvId as unknown as (name: string) => unknown)("e"), TypeError);
+  for (const gen of gens) await gen.close();
 });
+
+// KvId as one constructor (its overloads, by ID type, cannot be extended in TypeScript as is).
+const AnyKvId = KvId as new (name: string, options?: KvIdOptions) => KvId<number | bigint>;
+
+// One segment of 5 at a time, the prefetch when 2 are left: every path of next() in 6 IDs.
+const SMALL = { minStep: 5, maxStep: 5, prefetchAt: 0.4 } as const;
+for (
+  const [mode, make] of [
+    ["number", (store: Store) => new KvId("x", { store, ...SMALL })],
+    ["bigint", (store: Store) => new KvId("x", { store, ...SMALL, bigint: true })],
+    [
+      "a subclass, number",
+      (store: Store) => new (class extends AnyKvId {})("x", { store, ...SMALL }),
+    ],
+    [
+      "a subclass, bigint",
+      (store: Store) => new (class extends AnyKvId {})("x", { store, ...SMALL, bigint: true }),
+    ],
+  ] as const
+) {
+  Deno.test(`next() hands out the same IDs on its fast, switching and waiting paths (${mode})`, async () => {
+    const store = new ScriptedStore();
+    await using id: KvId<number | bigint> = make(store);
+    const first = id.next(); // waiting: nothing buffered
+    await store.called(1);
+    store.answer(0, 1n, 5n);
+    const got = [await first];
+    // From memory; the prefetch starts at its mark (40% of the segment left) and is answered.
+    for (let i = 0; i < 3; i++) got.push(await id.next());
+    await store.called(2);
+    store.answer(1, 11n, 15n);
+    await new Promise((r) => setTimeout(r, 0)); // the reply is read
+    got.push(await id.next(), await id.next()); // the last of the first segment, then the switch
+    const want = [1, 2, 3, 4, 5, 11];
+    assert.deepEqual(got, mode.endsWith("bigint") ? want.map(BigInt) : want);
+    assert.equal(id.stats().stalls, 1);
+  });
+}
 
 Deno.test("close() takes one timeout in all: the reservation in flight, then the give-back", async () => {
   /** A store whose give-back never answers (a server that hangs after the reservation). */
