@@ -13,7 +13,8 @@
  * mode's control is a bare awaited counter returning a fresh bigint, written the cheapest way
  * found; both are also compared with the number control), a shared call site (four generators
  * in a `Map`, one `get(name).next()` site, as an HTTP service has; its control is the same site
- * over four bare counters), `crypto.randomUUID()`. Then the tail:
+ * over four bare counters), the floor of any awaited source that can run dry (the bare counter
+ * with a limit and a waiting path), `crypto.randomUUID()`. Then the tail:
  * every call of `next()` and of the control timed with `performance.now()`, interleaved the
  * same way, 2M calls each. Part 1 runs when the file loads, before any bench (also under
  * `--filter`), in about 10 s; its figures are printed and go to the report as metrics.
