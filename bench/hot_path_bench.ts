@@ -14,10 +14,11 @@
  * found; both are also compared with the number control), a shared call site (four generators
  * in a `Map`, one `get(name).next()` site, as an HTTP service has; its control is the same site
  * over four bare counters), the floor of any awaited source that can run dry (the bare counter
- * with a limit and a waiting path), `crypto.randomUUID()`. Then the tail:
- * every call of `next()` and of the control timed with `performance.now()`, interleaved the
- * same way, 2M calls each. Part 1 runs when the file loads, before any bench (also under
- * `--filter`), in about 10 s; its figures are printed and go to the report as metrics.
+ * with a limit and a waiting path), `crypto.randomUUID()`. Then the tail: every call of `next()`
+ * and of the control timed with `performance.now()`, interleaved the same way, 2M calls each.
+ * Last, a long-lived counter (past 2^30, where every number ID is a heap object for V8) beside a
+ * bare counter of the same magnitude. Part 1 runs when the file loads, before any bench (also
+ * under `--filter`), in about 15 s; its figures are printed and go to the report as metrics.
  *
  * Part 2, `Deno.bench`: the same calls on generators with a fixed 100M step reserved before the
  * measurement (no segment switch, checked at the end), batches and the other ID libraries. Every
@@ -90,6 +91,11 @@ const snowflake = new Snowflake(new Date("2024-01-01T00:00:00Z"));
 // Part 1's subjects, declared at module level as a user declares them.
 const defaults = { redis: client.redis, key: BENCH_KEY }; // as a user writes it
 const ID = new KvId(field("as-run", "number"), defaults);
+// A long-lived counter: past 2^30 a number is no longer a small integer for V8 but a heap object,
+// allocated per ID, by next() and by a bare counter alike (1.07 billion IDs: 3 hours at 100k/s).
+const LARGE = 1_000_000_000_000;
+await client.raw.hIncrBy(BENCH_KEY, field("as-run", "large"), LARGE);
+const LARGE_ID = new KvId(field("as-run", "large"), defaults);
 const BIG_ID = new KvId(field("as-run", "bigint"), { ...defaults, bigint: true });
 // The controls: the same cheapest counter as `bare` (part 2), one object each.
 let count = 0;
@@ -97,6 +103,13 @@ const control = {
   // deno-lint-ignore require-await
   async next(): Promise<number> {
     return ++count;
+  },
+};
+let largeCount = LARGE;
+const largeControl = {
+  // deno-lint-ignore require-await
+  async next(): Promise<number> {
+    return ++largeCount;
   },
 };
 const bigControl = {
@@ -387,8 +400,67 @@ async function measureAsRun(): Promise<void> {
       "load before / after": `${tailLoad} / ${await loadAverage()}`,
     });
   }
+  await measurePast2to30();
   for (const gen of Object.values(generators)) await gen.close();
   log(`  [hot path, as run] measured in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/**
+ * Part 1, last: a long-lived counter (past 2^30, a number ID is a heap object for V8, allocated per
+ * call by next() and by a bare counter alike). Measured after the rest because V8 then widens the
+ * buffer's `firstNumber` field for every generator of the process: `next()` on the small counter
+ * is measured again beside it, as in a process where one counter is past 2^30.
+ */
+async function measurePast2to30(): Promise<void> {
+  const loadBefore = await loadAverage();
+  const started = performance.now();
+  while (LARGE_ID.stats().step < DEFAULT_MAX_STEP && performance.now() - started < 120_000) {
+    for (let i = 0; i < AS_RUN.chunk; i++) sink = await LARGE_ID.next();
+    await turn();
+  }
+  const subjects = {
+    "await bare async counter (control)": async (n: number) => {
+      let last = 0;
+      for (let i = 0; i < n; i++) last = await control.next();
+      return last;
+    },
+    "await bare async counter past 10^12": async (n: number) => {
+      let last = 0;
+      for (let i = 0; i < n; i++) last = await largeControl.next();
+      return last;
+    },
+    "await kvid.next() (number, counter past 10^12)": async (n: number) => {
+      let last = 0;
+      for (let i = 0; i < n; i++) last = await LARGE_ID.next();
+      return last;
+    },
+    "await kvid.next() (number, small counter, same process)": async (n: number) => {
+      let last = 0;
+      for (let i = 0; i < n; i++) last = await ID.next();
+      return last;
+    },
+  };
+  await interleave(subjects, { ...AS_RUN, runs: 1, idsPerRun: AS_RUN.idsPerRun / 4 });
+  const before = LARGE_ID.stats();
+  const runs = await interleave(subjects, AS_RUN);
+  const loadAfter = await loadAverage();
+  const small = runs["await bare async counter (control)"];
+  const large = runs["await bare async counter past 10^12"];
+  const ratio = (a: RunFigures[], b: RunFigures[]) =>
+    median(a.map((r, i) => r.median / b[i].median));
+  for (const [name, figures] of Object.entries(runs)) {
+    const own = name.includes("past 10^12)");
+    metric("hot path, past 2^30", name, {
+      "ns/ID (median chunk)": median(figures.map((r) => r.median)),
+      "ns/ID (mean)": median(figures.map((r) => r.mean)),
+      "x control past 10^12 (median chunk)": ratio(figures, large),
+      "x bare await (median chunk)": ratio(figures, small),
+      "segments switched": own ? LARGE_ID.stats().segments - before.segments : "",
+      stalls: own ? LARGE_ID.stats().stalls - before.stalls : "",
+      "load before / after": `${loadBefore} / ${loadAfter}`,
+    });
+  }
+  await LARGE_ID.close();
 }
 
 /** A bare awaited counter of its own, for the shared call site's control. */

@@ -202,6 +202,10 @@ const SUITE_NOTES: Record<string, string> = {
     "feedback), V8 compiled the suspend point in and built the resumable frame on every call; " +
     "a generator whose only stall came before V8 allocated the function's feedback vector (a " +
     "100M fixed step) stayed fast, and `--no-lazy-feedback-allocation` made it slow too.",
+  "hot path, past 2^30": "A counter raised to 10^12 before the run, measured after the rest " +
+    "(V8 then widens the segment buffer's number field for every generator of the process), " +
+    "beside a bare awaited counter from 10^12 and the small counter's next() again; same " +
+    "method as above.",
   "hot path, tail": "Every call timed with `performance.now()` (its own cost included), the " +
     "control the same way, interleaved in chunks of 10,000 with a turn of the event loop.",
   "hot path": "The fixed-step benches: each KvId generator must have made exactly one " +
@@ -308,6 +312,7 @@ function render(json: JsonReport, metrics: Metric[], info: RunInfo): string {
   for (const m of metrics) suites.set(m.suite, [...suites.get(m.suite) ?? [], m]);
   const suiteOrder = [
     "hot path, as run",
+    "hot path, past 2^30",
     "hot path, tail",
     "hot path",
     "round trips",
@@ -399,6 +404,24 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
       `${fmt(x(floor, "ns/ID (median chunk)"))} ns/ID, ${
         fmt(x(floor, "x control (median chunk)"))
       }x the bare await`,
+    undefined,
+  );
+  const past = (name: RegExp) => metricOf("hot path, past 2^30", name);
+  const large = past(/kvid\.next\(\) \(number, counter past/);
+  const largeCtl = past(/bare async counter past/);
+  const smallAfter = past(/small counter, same process/);
+  row(
+    "For comparison, a counter past 2^30 (a long-lived one: every number ID is then a heap " +
+      "object for V8)",
+    large && largeCtl && smallAfter &&
+      `${fmt(x(large, "ns/ID (median chunk)"))} ns/ID, **${
+          fmt(x(large, "x control past 10^12 (median chunk)"))
+        }x** a bare await counting past 10^12 (${
+          fmt(x(largeCtl, "ns/ID (median chunk)"))
+        } ns, itself ${fmt(x(largeCtl, "x bare await (median chunk)"))}x the small one); ` +
+        `a small counter's \`next()\` in the same process then: ${
+          fmt(x(smallAfter, "x bare await (median chunk)"))
+        }x the bare await`,
     undefined,
   );
   row(
