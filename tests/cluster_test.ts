@@ -4,6 +4,7 @@
  * (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE: ASK then MOVED redirects) during a run.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { createCluster } from "redis";
 import { Cluster } from "ioredis";

@@ -2,6 +2,7 @@
  * DailyId: date-prefixed daily serials, against a real server with an injected clock.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";

@@ -2,6 +2,7 @@
  * DenoKvStore against real `Deno.openKv` files: the same engine and guarantees as on Redis.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../mod.ts";
 import type { ReserveOptions } from "../src/store.ts";

@@ -4,6 +4,7 @@
  * stages what a real server cannot do on cue (a reply that arrives after its deadline).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type KvIdOptions } from "../mod.ts";
 import type { Reservation, ReserveOptions, Store } from "../src/store.ts";

@@ -3,6 +3,7 @@
  * computed from a rounded reply would hand out IDs that were never reserved (duplicates).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { openClient } from "./clients.ts";

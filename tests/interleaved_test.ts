@@ -6,6 +6,7 @@
  * producer process of the multi-process test.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, type OpenClient, openClient } from "./clients.ts";

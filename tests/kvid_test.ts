@@ -2,6 +2,7 @@
  * The core behaviours of KvId against a real server, with each npm client.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { configure, KvId, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, openClient, Spy } from "./clients.ts";

@@ -17,6 +17,7 @@
  * KVID_PROPERTY_RUNS=<n>; a line per run: KVID_PROPERTY_LOG=1.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { KvId, KvIdError } from "../mod.ts";

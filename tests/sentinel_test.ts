@@ -11,6 +11,7 @@
  * Sentinel promotes the replica; fresh generators B take IDs from the new primary.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { createSentinel } from "redis";
 import { Redis } from "ioredis";

@@ -3,6 +3,7 @@
  * (tests/server.ts is the Redis test harness; this file tests the service.)
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import parsePrometheus from "parse-prometheus-text-format";
 import { DenoKvStore } from "../src/deno_kv_store.ts";

@@ -4,6 +4,7 @@
  * same generator recovers when the server is back.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

@@ -5,6 +5,7 @@
  * backoff; the first probe that succeeds serves calls again.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

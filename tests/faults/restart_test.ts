@@ -3,6 +3,7 @@
  * `appendfsync always` while producers keep calling. Nothing a reply gave us may be lost.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { openClient } from "../clients.ts";

@@ -3,6 +3,7 @@
  * the caller's timeout, and attempts given up on do not push the counters without bound.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { openClient } from "../clients.ts";

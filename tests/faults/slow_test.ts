@@ -4,6 +4,7 @@
  * reply never gets its IDs issued.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

@@ -5,6 +5,7 @@
  * deadline, with the server's words in the cause; real refusals still fail fast.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { toKvIdError } from "../../src/store_errors.ts";
