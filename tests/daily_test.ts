@@ -8,7 +8,7 @@ import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";
 import { MAX_DIGITS } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
-import { command, startNoScriptingServer, startServer } from "./server.ts";
+import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A wall clock the test sets by hand. */
@@ -523,10 +523,12 @@ Deno.test("DailyId cleanup: a clock running ahead never deletes a day others sti
   ]);
 });
 
-Deno.test("DailyId cleanup without scripting: dated by the server, interleaved counters kept", async () => {
-  const server = await startNoScriptingServer();
-  if (server === undefined) return;
-  await using _ = server;
+Deno.test({
+  ...ownServers(
+    "DailyId cleanup without scripting: dated by the server, interleaved counters kept",
+  ),
+}, async () => {
+  await using server = await startNoScriptingServer();
   const url = server.url;
   await using client = await openClient("ioredis", url);
   const timeZone = noonZone();

@@ -7,13 +7,13 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { openClient } from "./clients.ts";
-import { command, startNoScriptingServer, startServer } from "./server.ts";
+import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
-Deno.test("bigint mode without scripting: rounded replies refused, exact clients work", async (t) => {
-  const server = await startNoScriptingServer();
-  if (server === undefined) return;
-  await using _ = server;
+Deno.test({
+  ...ownServers("bigint mode without scripting: rounded replies refused, exact clients work"),
+}, async (t) => {
+  await using server = await startNoScriptingServer();
   await using io = await openClient("ioredis", server.url);
   await using ioStrings = await openClient("ioredis", server.url, { stringNumbers: true });
   await using nodeRedis = await openClient("node-redis", server.url);
