@@ -3,6 +3,7 @@
  * interleaved Redis servers, Deno KV on a file, and the in-memory reference store.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import { RedisStore } from "../../src/redis_store.ts";
 import { InterleavedStore } from "../../src/interleaved_store.ts";
 import { DenoKvStore } from "../../src/deno_kv_store.ts";
