@@ -80,3 +80,25 @@ Deno.test("number mode, guard false: a rounded reply is refused, not trusted", a
   assert.equal(b.high, 0n);
   assert.equal(await command(server.url, "HGET", "kvid", "n"), String(2n ** 53n + 1n));
 });
+
+Deno.test("number mode, a range crossing 2^53: exact replies serve its IDs up to MAX_SAFE_INTEGER", async () => {
+  // The guard script replies with a string, so even a rounding client (ioredis) reads the end of
+  // a range exactly: its IDs below 2^53 are served, none is a gap. Only a rounded plain HINCRBY
+  // reply (guard: false or no scripting, through ioredis or @db/redis) is refused whole.
+  await using server = await startServer();
+  await using io = await openClient("ioredis", server.url);
+  await using nodeRedis = await openClient("node-redis", server.url);
+  const max = Number.MAX_SAFE_INTEGER;
+  for (
+    const [name, redis, guard] of [
+      ["cross-io-guard", io.redis, true],
+      ["cross-node-guard", nodeRedis.redis, true],
+      ["cross-node-plain", nodeRedis.redis, false],
+    ] as const
+  ) {
+    await command(server.url, "HSET", "kvid", name, String(max - 3));
+    await using id = new KvId(name, { redis, guard, minStep: 5, prefetchAt: 0 });
+    assert.deepEqual([await id.next(), await id.next(), await id.next()], [max - 2, max - 1, max]);
+    await rejectsWith(id.next(), "unsafe");
+  }
+});

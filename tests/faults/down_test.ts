@@ -80,15 +80,16 @@ for (const kind of CLIENTS) {
       // Retried meanwhile, with growing waits: a handful of attempts, not a busy loop.
       const tries = rec.calls.slice(sent);
       assert.ok(tries.every((c) => c.error !== undefined), "every attempt failed");
+      // At least one retry (a wait is at most half the timeout), at most what the backoff
+      // allows (a slower machine makes fewer): counts and lower bounds, never how fast.
       assert.ok(
-        tries.length >= 3 && tries.length <= 12,
+        tries.length >= 2 && tries.length <= 12,
         `${tries.length} attempts in ${waited} ms`,
       );
       for (let k = 1; k < tries.length; k++) {
         const gap = tries[k].start - tries[k - 1].end!;
         const full = Math.min(BACKOFF_MAX_MS, timeout / 2, BACKOFF_BASE_MS * 2 ** (k - 1));
         assert.ok(gap >= full / 2 - 2, `wait ${k} was ${gap} ms, less than half of ${full}`);
-        assert.ok(gap <= full + 2_000, `wait ${k} was ${gap} ms, for at most ${full}`);
       }
       const { failures, stalls, lastError } = id.stats();
       assert.ok(failures >= tries.length - 1, `failures ${failures}`);
@@ -142,10 +143,11 @@ Deno.test({
         assert.ok(tries.length >= 6, `only ${tries.length} attempts`);
         return tries[5].start - tries[4].end!;
       });
-      const spread = waits.reduce((a, b) => Math.max(a, b)) -
-        waits.reduce((a, b) => Math.min(a, b));
-      assert.ok(spread >= 5, `waits ${waits.map((w) => w.toFixed(1)).join(", ")}: no jitter`);
-      assert.ok(waits.every((w) => w >= 78), `waits ${waits.join(", ")}`);
+      // Without jitter every wait is at least 160 ms (a late timer only adds); with it, 8 waits
+      // drawn from 80..160 ms are all that long only if each timer fired late by the rest.
+      const shown = waits.map((w) => w.toFixed(1)).join(", ");
+      assert.ok(waits.some((w) => w < 158), `waits ${shown}: no jitter`);
+      assert.ok(waits.every((w) => w >= 78), `waits ${shown}`);
     } finally {
       await Promise.all(gens.map((g) => g.close()));
     }
