@@ -36,6 +36,7 @@ const STATES = "tests/faults/states_test.ts";
 const SETUP = "tests/faults/setup_test.ts";
 const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
+const PROMISES = "tests/promises_test.ts";
 
 const kvid = "src/kvid.ts";
 
@@ -48,7 +49,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: kvid,
     from: "      this.#pump();\n    }, 0);",
     to: "      this.#pump();\n    }, 50);",
-    tests: [EVIDENCE, ENGINE],
+    tests: [EVIDENCE, PROMISES, ENGINE],
   },
   {
     id: "errors/conflict-transient",
@@ -105,6 +106,22 @@ export const MUTATIONS: readonly Mutation[] = [
     from: "work.push(store.release(this.key, this.name, range));",
     to: "void range;",
     tests: [KVID, "tests/faults/restart_test.ts"],
+  },
+  {
+    id: "giveback/within-close-timeout",
+    what: "close() is bounded by one timeout: the give-back gets what is left of it",
+    file: kvid,
+    from: "const left = deadline - performance.now();",
+    to: "const left = this.#timeout;",
+    tests: [ENGINE],
+  },
+  {
+    id: "engine/prefetch-at-mark",
+    what: "crossing the prefetch mark starts the next reservation",
+    file: kvid,
+    from: "if (b.used >= b.prefetchFrom) this.#prefetchSoon();",
+    to: "",
+    tests: [PROMISES, ENGINE],
   },
   {
     id: "engine/single-flight",
@@ -225,7 +242,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/segment_buffer.ts",
     from: "Math.max(Math.floor(this.#prefetchAt * total), Math.ceil(leadIds))",
     to: "Math.floor(this.#prefetchAt * total)",
-    tests: ["tests/faults/slow_link_test.ts", "tests/faults/slow_test.ts"],
+    tests: [PROMISES, "tests/faults/slow_link_test.ts", "tests/faults/slow_test.ts"],
   },
   // The step rule (src/step.ts).
   {
