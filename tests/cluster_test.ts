@@ -213,7 +213,8 @@ async function moveSlot(
 }
 
 Deno.test({
-  name: "KvId on a 3-master Redis Cluster with node-redis and ioredis",
+  name: "KvId on a 3-master Redis Cluster with node-redis and ioredis" +
+    (ignore ? " (ignored: redis-server and redis-cli are not both on PATH)" : ""),
   ignore,
 }, async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "kvid-cluster-" });

@@ -25,7 +25,8 @@ const STEP = 10;
 const TAKE = 3 * STEP; // IDs per generator and phase: three reservations
 
 Deno.test({
-  name: "Sentinel failover: replicas 0 re-issues lost IDs, replicas 1 never does",
+  name: "Sentinel failover: replicas 0 re-issues lost IDs, replicas 1 never does" +
+    (onPath("redis-server") ? "" : " (ignored: redis-server is not on PATH)"),
   ignore: !onPath("redis-server"),
 }, async () => {
   const dir = await Deno.makeTempDir({ prefix: "kvid-sentinel-" });
