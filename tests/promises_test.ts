@@ -85,6 +85,43 @@ Deno.test("promises against a real server", async (t) => {
     assert.equal(stalls, 1, "only the first call waited for a reservation");
   });
 
+  await t.step(
+    "on a slow link the prefetch starts with four round trips' worth of IDs left",
+    async () => {
+      // The generator's clock is the test's: each reservation takes 100 ms, each ID 1 ms. At that
+      // rate four round trips need 400 IDs, more than a segment: the next reservation is sent as
+      // soon as one lands, not when prefetchAt's 5 of 100 are left.
+      const realNow = performance.now;
+      let now = realNow.call(performance);
+      performance.now = () => now;
+      try {
+        const inner = new RedisStore(client.redis);
+        const leftAtSend: number[] = [];
+        let id: KvId | undefined;
+        const store: Store = {
+          reserve(key, field, n, o) {
+            leftAtSend.push(id?.stats().remaining ?? 0);
+            now += 100; // the round trip
+            return inner.reserve(key, field, n, o);
+          },
+        };
+        id = new KvId("lead", { store, minStep: 100, maxStep: 100, prefetchAt: 0.05 });
+        for (let i = 0; i < 600; i++) {
+          await id.next();
+          now += 1;
+          await nextTimerTurn();
+        }
+        await id.close();
+        // The first two reservations had no rate measured yet; from the third on, the lead rules.
+        const later = leftAtSend.slice(3);
+        assert.ok(later.length >= 3, `reservations: ${leftAtSend}`);
+        assert.ok(later.every((left) => left > 5), `IDs left when each was sent: ${leftAtSend}`);
+      } finally {
+        performance.now = realNow;
+      }
+    },
+  );
+
   await t.step("IDs of separate generators interleave within 2 steps (prefetch on)", async () => {
     const step = 20;
     await using other = await openClient("ioredis", url);
