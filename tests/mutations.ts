@@ -105,7 +105,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: kvid,
     from: "work.push(store.release(this.key, this.name, range));",
     to: "void range;",
-    tests: [KVID, "tests/faults/restart_test.ts"],
+    tests: [PROMISES, KVID],
   },
   {
     id: "giveback/within-close-timeout",
