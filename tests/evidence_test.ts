@@ -164,6 +164,14 @@ Deno.test("the doubling rule keeps the step when the time since equals segmentDu
   assert.equal(sizer.reserved(1_000, 8), 8, "equal: kept");
   assert.equal(sizer.reserved(1_999, 16), 16, "shorter: doubled");
   assert.equal(sizer.reserved(3_000, 24), 8, "longer: halved");
+  // Never below minStep, however slow; a clock that went back measures nothing: kept.
+  const slow = new StepSizer(4, 1_000, 1_000, "doubling", 4);
+  slow.reserved(0, 0);
+  assert.equal(slow.reserved(5_000, 4), 4, "halved, but not below minStep");
+  assert.equal(slow.reserved(4_000, 8), 4, "the clock went back: kept, not doubled");
+  const rate = new StepSizer(1, 1_000, 1_000, "rate", 10);
+  rate.reserved(1_000, 0);
+  assert.equal(rate.reserved(500, 100), 10, "rate rule: the clock went back, kept");
 });
 
 Deno.test("status-page sessions expire after 12 hours", () => {

@@ -234,7 +234,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/segment_buffer.ts",
     from: "if (s.first + BigInt(s.size) - 1n !== end || s.used >= s.size) break;",
     to: "if (s.used >= s.size) break;",
-    tests: [KVID, ENGINE, "tests/faults/restart_test.ts"],
+    tests: [PROMISES, KVID, ENGINE],
   },
   {
     id: "buffer/prefetch-lead",
@@ -267,7 +267,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/step.ts",
     from: "this.step = Math.max(Math.floor(this.step / 2), this.#min);",
     to: "this.step = Math.floor(this.step / 2);",
-    tests: [ENGINE, "tests/faults/clock_test.ts"],
+    tests: [EVIDENCE, ENGINE],
   },
   {
     id: "step/rate-growth-cap",
@@ -283,7 +283,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/step.ts",
     from: "if (lastAt === undefined || !(now >= lastAt)) return this.step;",
     to: "if (lastAt === undefined) return this.step;",
-    tests: ["tests/faults/clock_test.ts", ENGINE],
+    tests: [EVIDENCE, "tests/faults/clock_test.ts"],
   },
   // The Redis store and its scripts.
   {

@@ -200,5 +200,25 @@ Deno.test("promises against a real server", async (t) => {
     const next = await rust("rust-next", 5);
     assert.deepEqual(next, [4, 5, 6, 7, 8]);
     assert.ok(next.every((x) => !mine.includes(x)));
+
+    // Rust reserved between our segment and the one we reserved ahead: only the segment ahead,
+    // contiguous with the counter's top, goes back; Rust's range below it is never reopened.
+    const c = new KvId("rust-between", {
+      redis: client.redis,
+      minStep: 10,
+      maxStep: 10,
+      prefetchAt: 0.5,
+      rememberStep: false,
+    });
+    assert.equal(await c.next(), 1);
+    assert.deepEqual(await rust("rust-between", 10), [11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    for (let i = 2; i <= 6; i++) assert.equal(await c.next(), i); // 5 left: the prefetch goes out
+    for (let turns = 0; c.stats().remaining < 14; turns++) {
+      assert.ok(turns < 10_000, "the prefetch never landed");
+      await nextTimerTurn();
+    }
+    assert.equal(c.high, 30n, "21..30 reserved ahead");
+    await c.close();
+    assert.equal(await command(url, "HGET", "kvid", "rust-between"), "20", "only 21..30 back");
   });
 });
