@@ -373,7 +373,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/store_errors.ts",
     from: "if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {",
     to: "if (false) {",
-    tests: [SETUP, STATES],
+    tests: [KVID, SETUP],
   },
   // Deno KV.
   {
