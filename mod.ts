@@ -163,9 +163,10 @@
  * The property test (`tests/property_test.ts`, fast-check) checks the first two points and that every
  * call settles, over random options, stores (one Redis, one without scripting, interleaved servers,
  * Deno KV), both npm clients and faults (paused, cut and slow links, counters lowered, `close()`
- * mid-flight), and that every ID of a single counter lies between its start and its end: 40 seeded
- * runs in the suite, 3-10 s on a loaded 2-core machine (`KVID_PROPERTY_SEED`, `KVID_PROPERTY_RUNS` for
- * more).
+ * mid-flight), that every ID of a single counter lies between its start and its end, that a call
+ * fails only with the codes its scenario allows (a refusal only where the setup calls for one) and
+ * that a generator with no fault and no refusal due hands out IDs: 40 seeded runs in the suite,
+ * 3-10 s on a loaded 2-core machine (`KVID_PROPERTY_SEED`, `KVID_PROPERTY_RUNS` for more).
  *
  * ## Replicated Redis
  *
