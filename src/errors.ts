@@ -17,7 +17,9 @@
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).
  * - `"unavailable"`: the server answered that it cannot serve for now (`LOADING`, `READONLY`,
- *   `MASTERDOWN`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`); retried until the caller's deadline.
+ *   `MASTERDOWN`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`; writes refused for too few replicas
+ *   `NOREPLICAS`, out of memory `OOM`, a disk it cannot persist to `MISCONF`), or the store is
+ *   known down (`failFast`); retried until the caller's deadline.
  * - `"reply"`: the server answered with an error (wrong type, not an integer, auth, ...).
  * - `"overflow"`: the counter would pass 2^63-1.
  * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.
