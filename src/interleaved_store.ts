@@ -4,6 +4,7 @@
  * @module
  */
 
+import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import {
   LUA_BELOW,
@@ -263,7 +264,7 @@ export class InterleavedStore implements Store {
     options: ReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelTimer: (() => void) | undefined;
     let late = false;
     const started = performance.now();
     const attempt = this.#run(i, key, field, blocks, options, limitMs);
@@ -276,7 +277,8 @@ export class InterleavedStore implements Store {
       return await Promise.race([
         attempt,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
+          // A timer late because the event loop was blocked gives the reply more time.
+          cancelTimer = deadlineTimer(limitMs, () => {
             late = true;
             reject(
               new KvIdError(
@@ -285,11 +287,11 @@ export class InterleavedStore implements Store {
                 { key, field },
               ),
             );
-          }, limitMs);
+          });
         }),
       ]);
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
     }
   }
 
