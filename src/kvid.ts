@@ -144,6 +144,7 @@ const OPTION_NAMES = new Set([
   "giveBack",
   "rememberStep",
   "replicas",
+  "waitAof",
   "stepRule",
   "clock",
 ]);
@@ -188,6 +189,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #failFast: boolean;
   readonly #margin: bigint;
   readonly #replicas: number;
+  readonly #waitAof: boolean;
   readonly #clock: () => number;
   #store: Store | undefined;
 
@@ -270,7 +272,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkInteger("KvId", "rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
     const replicas = options.replicas ?? 0;
     checkInteger("KvId", "replicas", replicas, 0, MAX_REPLICAS);
-    for (const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast"] as const) {
+    for (
+      const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast", "waitAof"] as const
+    ) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
           `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -315,6 +319,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#failFast = options.failFast ?? true;
     this.#margin = BigInt(margin);
     this.#replicas = replicas;
+    this.#waitAof = options.waitAof ?? true;
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
     this.#stepLoaded = options.rememberStep === false || options.initialStep !== undefined;
@@ -677,6 +682,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         guard: this.#guard,
         exact: this.#bigint,
         replicas: this.#replicas,
+        waitAof: this.#waitAof,
         // WAIT returns (with the count it saw) a little before the reservation's deadline.
         waitMs: this.#timeout * 0.9,
       });

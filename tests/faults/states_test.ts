@@ -43,7 +43,11 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "kvid-loading-" });
     try {
       {
-        await using a = await spawnRedis(["--enable-debug-command", "yes"], dir);
+        // Snapshots only (no AOF), so the restart loads the snapshot, slowly.
+        await using a = await spawnRedis(
+          ["--enable-debug-command", "yes", "--appendonly", "no"],
+          dir,
+        );
         await waitUntil(() => command(a.url, "PING").catch(() => false), "PING");
         await command(a.url, "DEBUG", "POPULATE", "40000");
         await command(a.url, "HSET", "kvid", "loading", "41");
@@ -52,6 +56,8 @@ Deno.test({
       }
       // 40,000 keys at 50 µs each: about two seconds of LOADING, answering meanwhile.
       await using b = await spawnRedis([
+        "--appendonly",
+        "no",
         "--key-load-delay",
         "50",
         "--loading-process-events-interval-bytes",
@@ -59,7 +65,8 @@ Deno.test({
       ], dir);
       await using open = await openClient("node-redis", b.url, { readyCheck: false });
       const rec = new Recorder(open.redis);
-      await using id = new KvId("loading", { redis: rec, timeout: 30_000 });
+      // No AOF here on purpose (to stage the slow load): WAITAOF could not confirm.
+      await using id = new KvId("loading", { redis: rec, timeout: 30_000, waitAof: false });
       assert.equal(await id.next(), 42);
       assert.ok(failedWith(rec, "LOADING") >= 1, "the server had loaded already: nothing staged");
       assert.equal(id.stats().lastError, undefined);
@@ -193,7 +200,7 @@ Deno.test({
       args: (dir) => ["--dir", `${dir}/gone`, "--save", "3600 1"],
       stage: async (url, dir) => {
         await command(url, "CONFIG", "SET", "stop-writes-on-bgsave-error", "yes");
-        await Deno.remove(`${dir}/gone`);
+        await Deno.remove(`${dir}/gone`, { recursive: true });
         await command(url, "BGSAVE");
         await waitUntil(async () => {
           const text = String(await command(url, "INFO", "persistence"));
