@@ -180,7 +180,8 @@ async function onNodeOf(client: IoredisLike, key: string, command: string[]): Pr
   if (typeof client.pipeline !== "function") {
     throw new TypeError("fromIoredis(client): this Cluster has no pipeline() method");
   }
-  const replies = await client.pipeline([["exists", key], command]).exec() as
+  // Through `call`: ioredis 5 has no method for commands newer than its list (`waitaof`).
+  const replies = await client.pipeline([["exists", key], ["call", ...command]]).exec() as
     | [Error | null, unknown][]
     | null;
   const [err, reply] = replies?.[1] ?? [new Error(`${command[0]} got no reply`), undefined];

@@ -11,7 +11,7 @@
  */
 
 import assert from "node:assert/strict";
-import { fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
+import { DailyId, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { openClient } from "../clients.ts";
 import { onPath } from "../replicated.ts";
 import { command } from "../server.ts";
@@ -161,6 +161,14 @@ Deno.test({
     await using off = new KvId("honoured-off", { redis: client, ...fixed, waitAof: false });
     for (let n = 1; n <= 30; n++) assert.equal(await off.next(), n);
     assert.equal(replies.length, before);
+
+    // DailyId passes it on to each day's generator: on by default, off when told.
+    for (const waitAof of [true, false]) {
+      const counted: number = replies.length;
+      await using daily = new DailyId(`daily-${waitAof}`, { redis: client, waitAof });
+      assert.ok(typeof await daily.next() === "number");
+      assert.equal(replies.length - counted, waitAof ? 1 : 0);
+    }
   },
 });
 
