@@ -97,15 +97,15 @@ Deno.test("promises against a real server", async (t) => {
       try {
         const inner = new RedisStore(client.redis);
         const leftAtSend: number[] = [];
-        let id: KvId | undefined;
         const store: Store = {
           reserve(key, field, n, o) {
-            leftAtSend.push(id?.stats().remaining ?? 0);
+            // The generator below, sending a reservation (called after it is made).
+            leftAtSend.push(id.stats().remaining);
             now += 100; // the round trip
             return inner.reserve(key, field, n, o);
           },
         };
-        id = new KvId("lead", { store, minStep: 100, maxStep: 100, prefetchAt: 0.05 });
+        const id = new KvId("lead", { store, minStep: 100, maxStep: 100, prefetchAt: 0.05 });
         for (let i = 0; i < 600; i++) {
           await id.next();
           now += 1;
