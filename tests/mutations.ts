@@ -183,8 +183,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "engine/reservation-timeout",
     what: "a hung reservation is abandoned after timeout",
     file: kvid,
-    from: "        }, this.#timeout);\n      });",
-    to: "        }, this.#timeout * 1000);\n      });",
+    from: "cancelTimer = deadlineTimer(this.#timeout, () => {",
+    to: "cancelTimer = deadlineTimer(this.#timeout * 1000, () => {",
     tests: [OUTAGE, DOWN],
   },
   {
@@ -342,6 +342,22 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "if (false) {",
     tests: ["tests/replicas_test.ts"],
   },
+  {
+    id: "engine/blocked-loop-not-outage",
+    what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
+    file: "src/deadline_timer.ts",
+    from: "if (late <= LOOP_LAG_MS) return fire();",
+    to: "return fire();",
+    tests: ["tests/faults/blocked_loop_test.ts"],
+  },
+  {
+    id: "store/wait-aof",
+    what: "a reservation is handed out only once the server's AOF has it (waitAof)",
+    file: "src/redis_store.ts",
+    from: "if (options.waitAof === true) await waitForAof(client, key, field, ms);",
+    to: "",
+    tests: ["tests/faults/crash_aof_test.ts"],
+  },
   // Error classes (src/store_errors.ts).
   {
     id: "errors/loading-transient",
@@ -349,6 +365,14 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/store_errors.ts",
     from: "(LOADING|READONLY|",
     to: "(READONLY|",
+    tests: [STATES],
+  },
+  {
+    id: "errors/noreplicas-transient",
+    what: "NOREPLICAS, OOM and MISCONF are transient states",
+    file: "src/store_errors.ts",
+    from: "CLUSTERDOWN|NOREPLICAS|OOM|MISCONF)",
+    to: "CLUSTERDOWN)",
     tests: [STATES],
   },
   {
