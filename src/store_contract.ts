@@ -1,8 +1,9 @@
 /**
  * The store contract: what a backend implements ({@linkcode Store}), what one reservation takes
- * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), and
- * where a counter's remembered step lives ({@linkcode stepField}). The engine depends on this
- * file alone; the Redis, interleaved and Deno KV stores implement it.
+ * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), what a
+ * store says it can lose ({@linkcode StoreDurability}), and where a counter's remembered step
+ * lives ({@linkcode stepField}). The engine depends on this file alone; the Redis, interleaved,
+ * Deno KV, PostgreSQL and MySQL stores implement it.
  *
  * @module
  */
@@ -88,6 +89,42 @@ export interface ReserveOptions {
 }
 
 /**
+ * What a store's server says it can lose, read from the server itself.
+ *
+ * @example A PostgreSQL server with `synchronous_commit = off`
+ * ```ts
+ * import type { StoreDurability } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const read: StoreDurability = {
+ *   durable: false,
+ *   settings: { fsync: "on", synchronous_commit: "off", full_page_writes: "on" },
+ *   problems: [
+ *     "synchronous_commit is off: a crash of the server loses the last moments of commits; set synchronous_commit = on",
+ *   ],
+ * };
+ * assert.ok(!read.durable && read.problems.length === 1);
+ * ```
+ */
+export interface StoreDurability {
+  /**
+   * True when a reservation the store confirmed survives a crash of the server and cannot be
+   * evicted or expired (e.g. PostgreSQL `fsync` and `synchronous_commit` on).
+   */
+  durable: boolean;
+  /**
+   * The settings read, as the server names them, e.g. `{ innodb_flush_log_at_trx_commit: "1" }`;
+   * a setting the server would not tell is `"unknown"`.
+   */
+  settings: Record<string, string>;
+  /**
+   * Each way the store can lose a reservation, in words an operator acts on, naming the fix.
+   * Empty when durable.
+   */
+  problems: string[];
+}
+
+/**
  * Reserves ranges of IDs; one call is one atomic reservation.
  *
  * @example An in-memory store for tests
@@ -133,6 +170,14 @@ export interface Store {
   loadStep?(key: string, field: string): Promise<number | undefined>;
   /** Optional: remember `step` next to the counter for the next generator to start from. */
   saveStep?(key: string, field: string, step: number): Promise<void>;
+  /** Optional: read the server's durability; called on first use and after a reconnect. */
+  durability?(key: string): Promise<StoreDurability>;
+  /**
+   * Optional: the server's clock, in ms since the epoch: the one clock every process sharing
+   * the store sees. A {@linkcode DailyId} cleanup deletes a day only when it is old by both
+   * this clock and the process's (as it does with Redis' `TIME`).
+   */
+  now?(): Promise<number>;
 }
 
 /**
