@@ -112,6 +112,7 @@ class LocalSqlServer implements SqlServer {
   readonly port: number;
   readonly user: string;
   readonly database: string;
+  readonly password: string;
   readonly #dir: string;
   readonly #options: SqlServerOptions;
   #child: Deno.ChildProcess | undefined;
