@@ -235,7 +235,7 @@ WHERE hash_key = ? AND name = ? AND value >= CAST(? AS SIGNED)`,
         `INSERT INTO ${t} (hash_key, name, value, modified)
 VALUES (?, ?, LAST_INSERT_ID(CAST(? AS SIGNED)), UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE value = IF(value >= 0 AND value < CAST(? AS SIGNED),
-  LAST_INSERT_ID(CAST(? AS SIGNED)), value + LAST_INSERT_ID(0))`,
+  LAST_INSERT_ID(CAST(? AS SIGNED)), IF(LAST_INSERT_ID(0) = 0, value, value))`,
         [key, field, String(start), String(floor), String(start)],
       );
       if (exactInteger(raised.insertId) !== 0n) {
