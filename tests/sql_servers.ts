@@ -46,6 +46,8 @@ export interface SqlServer extends AsyncDisposable {
   stop(options?: { keepData?: boolean }): Promise<void>;
   /** The last lines the server printed (for failure messages). */
   log(): string;
+  /** SIGKILL it and remove its dir, synchronously: for an `unload` handler, which cannot await. */
+  killNow(): void;
 }
 
 /** Start a PostgreSQL 15 server with a database `kvid` owned by the superuser `kvid`. */
@@ -215,6 +217,19 @@ class LocalSqlServer implements SqlServer {
       const log = this.log();
       await this.kill();
       throw new Error(`${this.kind} on port ${this.port} did not start: ${outcome}\n${log}`);
+    }
+  }
+
+  killNow(): void {
+    try {
+      if (this.#child !== undefined) Deno.kill(-this.#child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    try {
+      Deno.removeSync(this.#dir, { recursive: true });
+    } catch {
+      // already gone
     }
   }
 

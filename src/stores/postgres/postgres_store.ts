@@ -40,8 +40,8 @@ import { postgresError, sqlState } from "./postgres_errors.ts";
  * ```
  */
 export interface PgQueryable {
-  /** Run one parameterized statement (`$1`, `$2`, ...). */
-  query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  /** Run one parameterized statement (`$1`, `$2`, ...); the store sends every value as text. */
+  query(text: string, values: string[]): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
 /**
@@ -58,8 +58,8 @@ export interface PgQueryable {
  * ```
  */
 export interface PostgresJsSql {
-  /** Run one parameterized statement (`$1`, `$2`, ...). */
-  unsafe(text: string, values: unknown[]): PromiseLike<ArrayLike<Record<string, unknown>>>;
+  /** Run one parameterized statement (`$1`, `$2`, ...); the store sends every value as text. */
+  unsafe(text: string, values: string[]): PromiseLike<ArrayLike<Record<string, unknown>>>;
 }
 
 /**
@@ -131,7 +131,7 @@ const MAX_ATTEMPTS = 8;
  * ```
  */
 export class PostgresStore implements Store {
-  readonly #run: (text: string, values: unknown[]) => Promise<Record<string, unknown>[]>;
+  readonly #run: (text: string, values: string[]) => Promise<Record<string, unknown>[]>;
   readonly #table: string;
   readonly #create: boolean;
   #ready: Promise<void> | undefined;
@@ -458,7 +458,7 @@ pg_is_in_recovery()::text AS in_recovery,
     key: string,
     field: string,
     text: string,
-    values: unknown[],
+    values: string[],
   ): Promise<Record<string, unknown>[]> {
     await this.#prepare(key, field);
     try {
