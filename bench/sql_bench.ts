@@ -154,14 +154,14 @@ Deno.bench({
   group: "8 workers on one counter, PostgreSQL",
   baseline: true,
   fn: async () => {
-    await workers(() => pgStore.reserve("kvid-bench", lockName, 10, PLAIN);
+    await workers(() => pgStore.reserve("kvid-bench", lockName, 10, PLAIN));
   },
 });
 Deno.bench({
   name: "PostgreSQL: optimistic version, 8 workers x 25",
   group: "8 workers on one counter, PostgreSQL",
   fn: async () => {
-    await workers(() => optimisticPg(versionName, 10);
+    await workers(() => optimisticPg(versionName, 10));
   },
 });
 Deno.bench({
@@ -169,14 +169,14 @@ Deno.bench({
   group: "8 workers on one counter, MariaDB",
   baseline: true,
   fn: async () => {
-    await workers(() => myStore.reserve("kvid-bench", lockName, 10, PLAIN);
+    await workers(() => myStore.reserve("kvid-bench", lockName, 10, PLAIN));
   },
 });
 Deno.bench({
   name: "MariaDB: optimistic version, 8 workers x 25",
   group: "8 workers on one counter, MariaDB",
   fn: async () => {
-    await workers(() => optimisticMy(versionName, 10);
+    await workers(() => optimisticMy(versionName, 10));
   },
 });
 addEventListener("unload", () => {
