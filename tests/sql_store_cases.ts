@@ -9,7 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import { KvId } from "../mod.ts";
+import { DailyId, KvId, KvIdError } from "../mod.ts";
 import type { Store, StoreDurability } from "../src/store_contract.ts";
 import type { IdRange } from "../src/store_contract.ts";
 import { rejectsWith } from "./assert.ts";
@@ -191,6 +191,26 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     assert.ok(skew < 60_000, `the server's clock is ${skew} ms off this one's`);
   },
 
+  async "DailyId cleanup by the database's clock: a process days ahead keeps today's counter"(h) {
+    const table = freshTable();
+    const store = h.store({ table });
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceAll("-", "");
+    const today = day(Date.now());
+    const old = day(Date.now() - 5 * 86_400_000);
+    const key = "kvid:daily:order";
+    await store.reserve(key, today, 1, GUARD);
+    await store.reserve(key, old, 1, GUARD);
+    // Three days ahead, keeping 1 day: by its own clock alone, today would be deleted.
+    await using ahead = new DailyId("order", {
+      store,
+      timeZone: "UTC",
+      clock: () => Date.now() + 3 * 86_400_000,
+    });
+    assert.equal(await ahead.cleanup({ keepDays: 1 }), 1);
+    assert.equal(await h.value(table, key, old), undefined, "the old day went");
+    assert.equal(await h.value(table, key, today), "1", "today's counter stayed");
+  },
+
   async "generators: KvId in number and bigint mode, two of them never overlap, close gives back"(
     h,
   ) {
@@ -310,7 +330,19 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     await h.store({ table }).ensureTable();
     let rollback = 0;
     gen.addEventListener("rollback", () => rollback++);
-    for (let i = 0; i < 10; i++) ids.push(await gen.next());
+    // The generator refuses at once for its backoff after a refusal (the last error, config),
+    // then reserves again: polled, bounded.
+    const deadline = performance.now() + 10_000;
+    for (let served = 0; served < 10;) {
+      try {
+        ids.push(await gen.next());
+        served++;
+      } catch (err) {
+        assert.ok(err instanceof KvIdError && err.code === "config", String(err));
+        assert.ok(performance.now() < deadline, `still refused after 10 s: ${err}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
     assert.equal(new Set(ids).size, ids.length, `duplicates in ${ids.join(",")}`);
     assert.ok(rollback >= 1, "the raise was reported");
   },
