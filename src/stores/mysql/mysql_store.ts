@@ -362,9 +362,14 @@ VALUES (?, ?, 0, CAST(? AS SIGNED), UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE st
    * see {@linkcode StoreDurability}.
    *
    * @param key The hash key (named in errors).
+   * @param options `stated`: settings the server would not tell (read as `"unknown"`), as the
+   *   user states them; a setting the server tells wins.
    * @returns The settings and the problems found.
    */
-  async durability(key: string): Promise<StoreDurability> {
+  async durability(
+    key: string,
+    options: { stated?: Readonly<Record<string, string>> } = {},
+  ): Promise<StoreDurability> {
     const [schema, name] = this.#table.includes(".")
       ? this.#table.split(".")
       : [undefined, this.#table];
@@ -390,6 +395,9 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
       ]
     ) {
       settings[s] = settingText(row[s]);
+    }
+    for (const [name, value] of Object.entries(options.stated ?? {})) {
+      if (settings[name] === "unknown") settings[name] = value;
     }
     const problems: string[] = [];
     const flush = settings.innodb_flush_log_at_trx_commit;

@@ -393,9 +393,14 @@ SELECT count(*)::text AS n FROM gone`,
    * `full_page_writes`, and whether the table is `UNLOGGED`; see {@linkcode StoreDurability}.
    *
    * @param key The hash key (named in errors).
+   * @param options `stated`: settings the server would not tell (read as `"unknown"`), as the
+   *   user states them; a setting the server tells wins.
    * @returns The settings and the problems found.
    */
-  async durability(key: string): Promise<StoreDurability> {
+  async durability(
+    key: string,
+    options: { stated?: Readonly<Record<string, string>> } = {},
+  ): Promise<StoreDurability> {
     const rows = await this.#query(
       key,
       "",
@@ -413,6 +418,9 @@ pg_is_in_recovery()::text AS in_recovery,
       settings[name] = settingText(row[name]);
     }
     settings.in_recovery = settingText(row.in_recovery);
+    for (const [name, value] of Object.entries(options.stated ?? {})) {
+      if (settings[name] === "unknown") settings[name] = value;
+    }
     const problems: string[] = [];
     if (settings.fsync !== "on") {
       problems.push(
