@@ -87,6 +87,11 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
       );
       return table;
     },
+    async textValueTable() {
+      const table = `kvid_text_${Date.now().toString(36)}`;
+      await exec(MySqlStore.tableSql(table).replace("value BIGINT", "value VARCHAR(30)"));
+      return table;
+    },
     async [Symbol.asyncDispose]() {
       await Promise.all(ends.map((end) => end()));
     },

@@ -94,6 +94,11 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
       await exec(PostgresStore.tableSql(table).replace("CREATE TABLE", "CREATE UNLOGGED TABLE"));
       return table;
     },
+    async textValueTable() {
+      const table = `kvid_text_${Date.now().toString(36)}`;
+      await exec(PostgresStore.tableSql(table).replace("value bigint", "value text"));
+      return table;
+    },
     async [Symbol.asyncDispose]() {
       await Promise.all(ends.map((end) => end()));
       await admin.end();

@@ -54,6 +54,8 @@ export interface SqlHarness extends AsyncDisposable {
   unsafeDurability(user: string): Promise<{ setting: RegExp; undo: () => Promise<void> }>;
   /** Create a table the store refuses as not crash-safe (unlogged, MyISAM); its name. */
   notCrashSafeTable(): Promise<string>;
+  /** Create a counter table whose `value` column is text (made by hand); its name. */
+  textValueTable(): Promise<string>;
 }
 
 const GUARD = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
@@ -303,6 +305,13 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     assert.equal(await h.value(table, "kvid", "order"), "-3");
     await assert.rejects(h.setValue(table, "kvid", "order", "'12abc'"));
     await assert.rejects(h.setValue(table, "kvid", "order", "9223372036854775808"));
+    // A table made by hand with a text value column: refused before any arithmetic on it.
+    const textual = await h.textValueTable();
+    await rejectsWith(
+      h.store({ table: textual }).reserve("kvid", "x", 1, GUARD),
+      "config",
+      /column value .* not bigint/,
+    );
     // Names the table cannot hold exactly.
     await rejectsWith(store.reserve("kvid", "x".repeat(256), 1, GUARD), "config", /255/);
     await rejectsWith(store.reserve("kvid", "a\0b", 1, GUARD), "config", /NUL/);

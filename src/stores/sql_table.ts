@@ -100,3 +100,34 @@ export function settingText(value: unknown): string {
   if (value instanceof Uint8Array) return new TextDecoder().decode(value);
   return String(value);
 }
+
+/**
+ * Refuse a counter table whose `value` or `step` column is not of type `integer` (`"bigint"`),
+ * given the rows `{ name, type }` the catalog listed (none: not visible, not checked).
+ */
+export function checkColumnTypes(
+  rows: readonly Record<string, unknown>[],
+  integer: string,
+  table: string,
+  who: string,
+  key: string,
+  field: string,
+): void {
+  if (rows.length === 0) return;
+  const types = new Map(rows.map((r) => [String(r.name).toLowerCase(), String(r.type)]));
+  for (const column of ["hash_key", "name", "value", "step"]) {
+    const type = types.get(column);
+    const wrong = type === undefined
+      ? "is missing"
+      : (column === "value" || column === "step") && type.toLowerCase() !== integer
+      ? `is ${type}, not ${integer}`
+      : undefined;
+    if (wrong !== undefined) {
+      throw new KvIdError(
+        "config",
+        `the column ${column} of the table ${table} ${wrong}: kvid needs the table ${who}.tableSql() prints`,
+        { key, field },
+      );
+    }
+  }
+}

@@ -46,7 +46,8 @@
  *
  * The `BIGINT` column holds no non-integer and nothing past 2^63-1 (strict mode refuses it; a
  * non-strict one stores 2^63-1, and the next reservation fails `"overflow"`), so hand edits cannot
- * make the counter unreadable; a negative value (kvid never writes one) is refused as `"reply"`
+ * make the counter unreadable (a table made by hand with another type for `value` or `step`, on
+ * which MySQL would add as a double, is refused as `"config"` on first use); a negative value (kvid never writes one) is refused as `"reply"`
  * and left alone.
  *
  * ## A reservation

@@ -14,6 +14,7 @@ import type {
   StoreDurability,
 } from "../../store_contract.ts";
 import {
+  checkColumnTypes,
   checkSqlNames,
   checkTable,
   DAY_NAME,
@@ -487,6 +488,26 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
       : reply;
   }
 
+  /**
+   * Refuse a table whose `value` or `step` is not `BIGINT` (made by hand as `VARCHAR` or
+   * `DECIMAL`): MySQL would add to it as a double, inexact past 2^53. Once, on first use.
+   */
+  async #checkColumns(key: string, field: string): Promise<void> {
+    const [schema, name] = this.#table.includes(".") ? this.#table.split(".") : [null, this.#table];
+    let reply: unknown;
+    try {
+      reply = await this.#client.query(
+        `SELECT COLUMN_NAME AS name, DATA_TYPE AS type FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?`,
+        [schema, name],
+      );
+    } catch (err) {
+      throw mysqlError(err, key, field, this.#table);
+    }
+    const rows = Array.isArray(reply) && Array.isArray(reply[0]) ? reply[0] : [];
+    checkColumnTypes(rows, "bigint", this.#table, "MySqlStore", key, field);
+  }
+
   /** On first use: find the table, creating it when missing and allowed (once per store). */
   #prepare(key: string, field: string): Promise<void> {
     this.#ready ??= (async () => {
@@ -498,6 +519,7 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
         }
         await this.#createTable(key, field);
       }
+      await this.#checkColumns(key, field);
     })();
     const ready = this.#ready;
     // A failed check is tried again on the next call.

@@ -44,7 +44,8 @@
  *
  * Names and keys are at most 255 characters, without NUL (refused as `"config"`). The `bigint`
  * column holds no non-integer and nothing past 2^63-1, so hand edits cannot make the counter
- * unreadable; a negative value (kvid never writes one) is refused as `"reply"` and left alone.
+ * unreadable (a table made by hand with another type for `value` or `step` is refused as
+ * `"config"` on first use); a negative value (kvid never writes one) is refused as `"reply"` and left alone.
  *
  * ## A reservation
  *

@@ -14,6 +14,7 @@ import type {
   StoreDurability,
 } from "../../store_contract.ts";
 import {
+  checkColumnTypes,
   checkSqlNames,
   checkTable,
   DAY_NAME,
@@ -476,6 +477,24 @@ pg_is_in_recovery()::text AS in_recovery,
     }
   }
 
+  /**
+   * Refuse a table whose `value` or `step` is not `bigint` (made by hand as `text` or
+   * `numeric`): its values could be non-integers or past 2^63-1. Once, on first use.
+   */
+  async #checkColumns(key: string, field: string): Promise<void> {
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await this.#run(
+        `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+        [this.#table],
+      );
+    } catch (err) {
+      throw postgresError(err, key, field, this.#table);
+    }
+    checkColumnTypes(rows, "bigint", this.#table, "PostgresStore", key, field);
+  }
+
   /** On first use: find the table, creating it when missing and allowed (once per store). */
   #prepare(key: string, field: string): Promise<void> {
     this.#ready ??= (async () => {
@@ -487,6 +506,7 @@ pg_is_in_recovery()::text AS in_recovery,
         }
         await this.#createTable(key, field);
       }
+      await this.#checkColumns(key, field);
     })();
     const ready = this.#ready;
     // A failed check is tried again on the next call.
