@@ -67,6 +67,60 @@ export async function startPostgres(options: SqlServerOptions = {}): Promise<Sql
   }
 }
 
+/** A PostgreSQL hot standby of a primary, streaming its WAL; {@linkcode promote} makes it one. */
+export interface PostgresStandby extends SqlServer {
+  /** Promote it to a primary (`pg_ctl promote -w`: returns once it accepts writes). */
+  promote(): Promise<void>;
+}
+
+/**
+ * Start a hot standby of `primary` (a {@linkcode startPostgres} server): `pg_basebackup -R` into
+ * a temp dir, then the server on a free port, read-only until {@linkcode PostgresStandby.promote}.
+ */
+export async function startPostgresStandby(primary: SqlServer): Promise<PostgresStandby> {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-pg-standby-" });
+  const server = new LocalSqlServer("postgres", dir, freePort(), {});
+  try {
+    const asPg = await asPostgresUser(dir);
+    await run(
+      [
+        ...asPg,
+        `${PG_BIN}/pg_basebackup`,
+        "-h",
+        primary.host,
+        "-p",
+        String(primary.port),
+        "-U",
+        primary.user,
+        "-D",
+        `${dir}/data`,
+        "-R",
+        "-X",
+        "stream",
+        "--no-sync",
+      ],
+      "pg_basebackup",
+      { PGPASSWORD: primary.password },
+    );
+    await server.start();
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return Object.assign(server, {
+    async promote() {
+      await run([
+        ...(await asPostgresUser(dir)),
+        `${PG_BIN}/pg_ctl`,
+        "promote",
+        "-w",
+        "-D",
+        `${dir}/data`,
+      ], "pg_ctl promote");
+    },
+  });
+}
+
 /** Start a MariaDB server with a database `kvid`; the user `root` has no password. */
 export async function startMariaDb(options: SqlServerOptions = {}): Promise<SqlServer> {
   const dir = await Deno.makeTempDir({ prefix: "kvid-mariadb-" });
@@ -176,8 +230,9 @@ class LocalSqlServer implements SqlServer {
         ...(Deno.uid() === 0 ? ["--user=root"] : []),
         ...Object.entries(this.#options.settings ?? {}).map(([k, v]) => `--${k}=${v}`),
       ];
+    // A standby says "ready to accept read-only connections".
     const ready = this.kind === "postgres"
-      ? "database system is ready to accept connections"
+      ? "database system is ready to accept"
       : "ready for connections";
     const child = new Deno.Command("setsid", {
       args: argv,
@@ -302,9 +357,10 @@ async function postgresIds(): Promise<[number, number]> {
   return [Number(uid), Number(gid)];
 }
 
-async function run(argv: string[], what: string): Promise<void> {
+async function run(argv: string[], what: string, env?: Record<string, string>): Promise<void> {
   const out = await new Deno.Command(argv[0], {
     args: argv.slice(1),
+    env,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
