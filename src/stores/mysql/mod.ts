@@ -95,6 +95,9 @@
  * | access denied (password or user), unknown database, missing table with `createTable: false`, a command denied, other columns | `"config"` (at once) |
  * | the counter would pass 2^63-1                                          | `"overflow"`    |
  *
+ * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
+ * the database's own replication settings decide (semi-synchronous replication above).
+ *
  * ## Daily serials
  *
  * `new DailyId("order", { store })` keeps a row per day (`name` `yyyymmdd`). Its cleanup deletes a

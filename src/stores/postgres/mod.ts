@@ -97,6 +97,9 @@
  * | wrong password or user, no such database, missing table with `createTable: false`, permission denied, other columns | `"config"` (at once) |
  * | the counter would pass 2^63-1                                            | `"overflow"`    |
  *
+ * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
+ * the database's own replication settings decide (synchronous replication above).
+ *
  * ## Daily serials
  *
  * `new DailyId("order", { store })` keeps a row per day (`hash_key` `"kvid:daily:order"`, `name`

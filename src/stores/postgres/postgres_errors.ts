@@ -29,7 +29,7 @@ export function sqlState(err: unknown): string | undefined {
  * resources (class 53). `"connection"`: a connection exception (class 08) or any failure without
  * a SQLSTATE (a reset, a refused connection, a closed pool). `"config"`: authentication (class
  * 28), a missing database or schema (3D000, 3F000), a missing table (42P01), a permission
- * denied (42501), columns that are not kvid's (42703, 42804). `"overflow"`: a value past
+ * denied (42501), columns that are not kvid's (42703, 42804, 42883). `"overflow"`: a value past
  * `bigint` (22003).
  */
 export function postgresError(
@@ -89,7 +89,8 @@ export function postgresError(
       where,
     );
   }
-  if (state === "42703" || state === "42804") {
+  // Undefined column, datatype mismatch, no operator for the column's type (its type altered).
+  if (state === "42703" || state === "42804" || state === "42883") {
     return new KvIdError(
       "config",
       `the table ${table} does not have kvid's columns (PostgresStore.tableSql() prints them): ${said}`,
