@@ -98,6 +98,14 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
   };
 }
 
+Deno.test("MySqlStore refuses what is not a client, a table name that is not an identifier", () => {
+  assert.throws(() => new MySqlStore({} as never), /mysql2\/promise/);
+  const pool = { query: () => Promise.resolve([[], []]) };
+  assert.throws(() => new MySqlStore(pool, { table: "`kvid`" }), /identifier/);
+  assert.throws(() => new MySqlStore(pool, { createTable: 1 as never }), /boolean/);
+  assert.ok(MySqlStore.tableSql("ids.counters").includes("ids.counters ("));
+});
+
 Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async (t) => {
   await using server = await startMariaDb();
   for (const driver of ["mysql2", "mysql2 (bigNumberStrings)"] as const) {

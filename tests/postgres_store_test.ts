@@ -106,6 +106,14 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
   };
 }
 
+Deno.test("PostgresStore refuses what is not a client, a table name that is not an identifier", () => {
+  assert.throws(() => new PostgresStore({} as never), /npm:pg .* npm:postgres/);
+  const pool = { query: () => Promise.resolve({ rows: [] }) };
+  assert.throws(() => new PostgresStore(pool, { table: "kvid; DROP TABLE x" }), /identifier/);
+  assert.throws(() => new PostgresStore(pool, { createTable: "no" as never }), /boolean/);
+  assert.ok(PostgresStore.tableSql("ids.counters").includes("ids.counters ("));
+});
+
 Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and postgres.js", async (t) => {
   await using server = await startPostgres();
   for (const driver of ["pg", "postgres.js"] as const) {
