@@ -95,6 +95,10 @@
  * | access denied (password or user), unknown database, missing table with `createTable: false`, a command denied, other columns | `"config"` (at once) |
  * | the counter would pass 2^63-1                                          | `"overflow"`    |
  *
+ * A transaction of someone else's that holds a counter's row makes its reservations wait, up to
+ * `innodb_lock_wait_timeout` (50 s by default; then `"unavailable"`, retried); callers still fail
+ * at their `timeout`. Lower it for the store's sessions where that matters.
+ *
  * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
  * the database's own replication settings decide (semi-synchronous replication above).
  *

@@ -97,6 +97,11 @@
  * | wrong password or user, no such database, missing table with `createTable: false`, permission denied, other columns | `"config"` (at once) |
  * | the counter would pass 2^63-1                                            | `"overflow"`    |
  *
+ * A transaction of someone else's that holds a counter's row (a `BEGIN` and an `UPDATE` left open
+ * by hand) makes its reservations wait: callers still fail at their `timeout`, but the statements
+ * queue in the server. Bound them for the store's user, e.g.
+ * `ALTER ROLE app SET lock_timeout = '5s'`: a lock timeout is `"unavailable"`, retried.
+ *
  * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
  * the database's own replication settings decide (synchronous replication above).
  *
