@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { DailyId, KvId, KvIdError } from "../mod.ts";
-import type { Store, StoreDurability } from "../src/store_contract.ts";
+import type { ReserveOptions, Store, StoreDurability } from "../src/store_contract.ts";
 import type { IdRange } from "../src/store_contract.ts";
 import { rejectsWith } from "./assert.ts";
 
@@ -155,6 +155,49 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     assert.equal(await h.value(table, "kvid", "order"), "15");
     assert.equal(await store.release("kvid", "nobody", { first: 1n, last: 5n }), false);
     assert.equal(await h.value(table, "kvid", "nobody"), undefined);
+  },
+
+  async "layout: an interleaved member's counter is labelled, checked and kept apart"(h) {
+    const table = freshTable();
+    const store = h.store({ table });
+    const layout = "v1 servers=2 block=10 index=0";
+    // ReserveOptions.layout comes with the interleaving over any store (issue 23b).
+    const member = (o: ReserveOptions = GUARD) => ({ ...o, layout }) as ReserveOptions;
+    const a = await store.reserve("kvid", "set", 3, member());
+    assert.deepEqual(a.ranges, [{ first: 1n, last: 3n }]);
+    assert.equal((a as { layout?: string }).layout, layout, "the layout is echoed");
+    assert.deepEqual((await store.reserve("kvid", "set", 2, member())).ranges[0].last, 5n);
+    await rejectsWith(store.reserve("kvid", "set", 1, GUARD), "config", /interleaved/);
+    await rejectsWith(
+      store.reserve(
+        "kvid",
+        "set",
+        1,
+        { ...GUARD, layout: "v1 servers=3 block=10 index=0" } as ReserveOptions,
+      ),
+      "config",
+      /another layout/,
+    );
+    assert.equal(await h.value(table, "kvid", "set"), "5", "refusals change nothing");
+    // A single store's counter (its value is an ID) is not taken over; a row at 0 is.
+    await store.reserve("kvid", "single", 4, GUARD);
+    await rejectsWith(store.reserve("kvid", "single", 1, member()), "config", /single store/);
+    await store.saveStep("kvid", "stepped", 64);
+    assert.deepEqual((await store.reserve("kvid", "stepped", 2, member())).ranges, [
+      { first: 1n, last: 2n },
+    ]);
+    const raised = await store.reserve(
+      "kvid",
+      "set",
+      2,
+      member({ floor: 100n, raiseTo: 100n, guard: true, exact: true }),
+    );
+    assert.deepEqual(raised.ranges, [{ first: 101n, last: 102n }]);
+    assert.equal(raised.raised, true);
+    // Give-back and day cleanup leave a member's counter alone.
+    assert.equal(await store.release("kvid", "set", { first: 101n, last: 102n }), false);
+    await store.reserve("kvid:daily:x", "20200101", 1, member());
+    assert.equal(await store.deleteDaysBefore("kvid:daily:x", "20300101"), 0);
   },
 
   async "step memory: saved next to the counter, a hostile step column ignored"(h) {

@@ -7,6 +7,7 @@
 
 import { KvIdError } from "../errors.ts";
 import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../calendar.ts";
+import type { Reservation, ReserveOptions } from "../store_contract.ts";
 
 /** The table a SQL store keeps its counters in unless told otherwise. */
 export const DEFAULT_TABLE = "kvid_counters";
@@ -115,7 +116,7 @@ export function checkColumnTypes(
 ): void {
   if (rows.length === 0) return;
   const types = new Map(rows.map((r) => [String(r.name).toLowerCase(), String(r.type)]));
-  for (const column of ["hash_key", "name", "value", "step"]) {
+  for (const column of ["hash_key", "name", "value", "step", "layout"]) {
     const type = types.get(column);
     const wrong = type === undefined
       ? "is missing"
@@ -129,5 +130,91 @@ export function checkColumnTypes(
         { key, field },
       );
     }
+  }
+}
+
+/**
+ * The layout an interleaving store set on this reservation (`ReserveOptions.layout`, issue 23b),
+ * checked: a string of at most {@linkcode MAX_SQL_NAME_CHARS} characters, or none.
+ */
+export function layoutOf(options: ReserveOptions): string | undefined {
+  const layout = (options as ReserveOptions & { layout?: unknown }).layout;
+  if (layout === undefined) return undefined;
+  if (
+    typeof layout !== "string" || layout.length === 0 || [...layout].length > MAX_SQL_NAME_CHARS
+  ) {
+    throw new TypeError(`a reservation's layout must be a string of 1 to 255 characters`);
+  }
+  return layout;
+}
+
+/** The reservation a statement's new end `value` stands for, the layout echoed when set. */
+export function reservationOf(
+  value: unknown,
+  count: number,
+  raised: boolean,
+  layout: string | undefined,
+  key: string,
+  field: string,
+): Reservation {
+  const last = exactInteger(value);
+  if (last === undefined || last < BigInt(count) || last > MAX_ID) {
+    throw new KvIdError(
+      "reply",
+      `the counter came back as ${String(value)}, not the end of a range of ${count}`,
+      { key, field },
+    );
+  }
+  const reservation: Reservation = { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
+  if (layout !== undefined) Object.assign(reservation, { layout });
+  return reservation;
+}
+
+/**
+ * Neither statement of a reservation matched the row `found` (`{ value, layout }`, or none):
+ * throw when that is for good (a negative value, another layout, a single-store counter asked
+ * for by an interleaved member); return when another process moved the counter in between.
+ */
+export function refuseFound(
+  found: Record<string, unknown> | undefined,
+  layout: string | undefined,
+  key: string,
+  field: string,
+): void {
+  if (found === undefined) return;
+  const value = exactInteger(found.value);
+  const has = found.layout === null || found.layout === undefined
+    ? undefined
+    : settingText(found.layout);
+  const where = { key, field };
+  if (has !== layout) {
+    if (layout === undefined) {
+      throw new KvIdError(
+        "config",
+        `this counter belongs to interleaved stores (layout ${has}): use a generator with the same set of stores, or another name`,
+        where,
+      );
+    }
+    if (has !== undefined) {
+      throw new KvIdError(
+        "config",
+        `this counter holds another layout (${has}), not ${layout}: the set of stores changed; use the same set, or another name`,
+        where,
+      );
+    }
+    if (value !== undefined && value !== 0n) {
+      throw new KvIdError(
+        "config",
+        `this counter is a single store's (its value ${value} is an ID, it has no layout): an interleaved set cannot take it over; use another name`,
+        where,
+      );
+    }
+  }
+  if (value !== undefined && value < 0n) {
+    throw new KvIdError(
+      "reply",
+      `the counter holds a negative value (${value}), which kvid never writes: set it to the highest ID issued`,
+      where,
+    );
   }
 }

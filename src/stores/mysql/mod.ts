@@ -31,10 +31,16 @@
  *   name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, -- "order"
  *   value BIGINT NOT NULL DEFAULT 0,  -- the last ID reserved (a new name starts at 1)
  *   step BIGINT NULL,                 -- the step its processes last used (rememberStep)
+ *   layout VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL, -- a member's layout
  *   modified DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), -- UTC, kvid's writes
  *   PRIMARY KEY (hash_key, name)
  * ) ENGINE=InnoDB
  * ```
+ *
+ * `layout` is written by an interleaving store on each member (its counter then counts block
+ * cycles): recorded in the reservation's own statement on first use, checked on every one; a
+ * counter with a layout is refused by a single-store generator, one with another layout or with a
+ * single store's value by a member, all as `"config"`; give-back and day cleanup leave it alone.
  *
  * `utf8mb4_bin`: `"Order"` and `"order"` are two counters. Names and keys are at most 255
  * characters, without NUL (refused as `"config"`, never truncated). The user needs

@@ -21,7 +21,10 @@ import {
   DEFAULT_TABLE,
   epochMs,
   exactInteger,
+  layoutOf,
   MAX_ID,
+  refuseFound,
+  reservationOf,
   settingText,
   stepValue,
 } from "../sql_table.ts";
@@ -163,6 +166,7 @@ export class MySqlStore implements Store {
   name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   value BIGINT NOT NULL DEFAULT 0,
   step BIGINT NULL,
+  layout VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
   modified DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   PRIMARY KEY (hash_key, name)
 ) ENGINE=InnoDB`;
@@ -205,6 +209,7 @@ export class MySqlStore implements Store {
       throw new RangeError(`MySqlStore.reserve: count must be a positive integer, got ${count}`);
     }
     checkSqlNames(key, field);
+    const layout = layoutOf(options) ?? null;
     const t = this.#table;
     const floor = options.guard && options.floor > 0n ? options.floor : 0n;
     const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
@@ -216,11 +221,11 @@ export class MySqlStore implements Store {
         key,
         field,
         `UPDATE ${t} SET value = LAST_INSERT_ID(value + CAST(? AS SIGNED)), modified = UTC_TIMESTAMP(6)
-WHERE hash_key = ? AND name = ? AND value >= CAST(? AS SIGNED)`,
-        [String(count), key, field, String(floor)],
+WHERE hash_key = ? AND name = ? AND value >= CAST(? AS SIGNED) AND layout <=> ?`,
+        [String(count), key, field, String(floor), layout],
       );
       if (done.affectedRows > 0) {
-        return this.#reservation(done.insertId, count, false, key, field);
+        return reservationOf(done.insertId, count, false, layout ?? undefined, key, field);
       }
       if (start > MAX_ID) {
         throw new KvIdError("overflow", `raising the counter to ${raiseTo} would pass 2^63-1`, {
@@ -228,35 +233,49 @@ WHERE hash_key = ? AND name = ? AND value >= CAST(? AS SIGNED)`,
           field,
         });
       }
-      // Missing (a new counter: 0), or below the floor (raised to raiseTo first). insertId is
-      // the new value, or 0 when the row was left alone (LAST_INSERT_ID(0)).
+      // Missing (a new counter: 0), below the floor (raised to raiseTo first), or an interleaved
+      // member's first use of a row at 0 without a layout (one saveStep made). insertId is the
+      // new value, or 0 when the row was left alone (LAST_INSERT_ID(0)). The layout is set
+      // first, correct whether the server assigns left to right (MySQL) or all at once
+      // (SIMULTANEOUS_ASSIGNMENT): left to right, a row at 0 taken over with no floor is only
+      // labelled here, and the next round's UPDATE increments it.
       const raised = await this.#write(
         key,
         field,
-        `INSERT INTO ${t} (hash_key, name, value, modified)
-VALUES (?, ?, LAST_INSERT_ID(CAST(? AS SIGNED)), UTC_TIMESTAMP(6))
-ON DUPLICATE KEY UPDATE value = IF(value >= 0 AND value < CAST(? AS SIGNED),
-  LAST_INSERT_ID(CAST(? AS SIGNED)), IF(LAST_INSERT_ID(0) = 0, value, value))`,
-        [key, field, String(start), String(floor), String(start)],
+        `INSERT INTO ${t} (hash_key, name, value, layout, modified)
+VALUES (?, ?, LAST_INSERT_ID(CAST(? AS SIGNED)), ?, UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE
+  layout = IF(layout IS NULL AND ? IS NOT NULL AND value = 0, ?, layout),
+  value = IF((layout <=> ? AND value >= 0 AND value < CAST(? AS SIGNED))
+      OR (layout IS NULL AND ? IS NOT NULL AND value = 0),
+    LAST_INSERT_ID(CAST(? AS SIGNED)), IF(LAST_INSERT_ID(0) = 0, value, value))`,
+        [
+          key,
+          field,
+          String(start),
+          layout,
+          layout,
+          layout,
+          layout,
+          String(floor),
+          layout,
+          String(
+            start,
+          ),
+        ],
       );
       if (exactInteger(raised.insertId) !== 0n) {
-        return this.#reservation(raised.insertId, count, floor > 0n, key, field);
+        return reservationOf(raised.insertId, count, floor > 0n, layout ?? undefined, key, field);
       }
-      // Neither matched: moved by another process in between, or a negative value (by hand).
+      // Neither matched: moved by another process in between, another layout, or a negative
+      // value (by hand).
       const found = await this.#select(
         key,
         field,
-        `SELECT CAST(value AS CHAR) AS value FROM ${t} WHERE hash_key = ? AND name = ?`,
+        `SELECT CAST(value AS CHAR) AS value, layout FROM ${t} WHERE hash_key = ? AND name = ?`,
         [key, field],
       );
-      const value = exactInteger(found[0]?.value);
-      if (value !== undefined && value < 0n) {
-        throw new KvIdError(
-          "reply",
-          `the counter holds a negative value (${value}), which kvid never writes: set it to the highest ID issued`,
-          { key, field },
-        );
-      }
+      refuseFound(found[0], layout ?? undefined, key, field);
     }
     throw new KvIdError(
       "conflict",
@@ -281,7 +300,7 @@ ON DUPLICATE KEY UPDATE value = IF(value >= 0 AND value < CAST(? AS SIGNED),
       key,
       field,
       `UPDATE ${this.#table} SET value = CAST(? AS SIGNED), modified = UTC_TIMESTAMP(6)
-WHERE hash_key = ? AND name = ? AND value = CAST(? AS SIGNED)`,
+WHERE hash_key = ? AND name = ? AND value = CAST(? AS SIGNED) AND layout IS NULL`,
       [String(range.first - 1n), key, field, String(range.last)],
     );
     return done.affectedRows === 1;
@@ -340,7 +359,8 @@ VALUES (?, ?, 0, CAST(? AS SIGNED), UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE st
     const done = await this.#write(
       key,
       `<${before}`,
-      `DELETE FROM ${this.#table} WHERE hash_key = ? AND name REGEXP '^[0-9]{8}$' AND name < ?`,
+      `DELETE FROM ${this.#table}
+WHERE hash_key = ? AND name REGEXP '^[0-9]{8}$' AND name < ? AND layout IS NULL`,
       [key, before],
     );
     return done.affectedRows;
@@ -425,24 +445,6 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
       );
     }
     return { durable: problems.length === 0, settings, problems };
-  }
-
-  #reservation(
-    value: unknown,
-    count: number,
-    raised: boolean,
-    key: string,
-    field: string,
-  ): Reservation {
-    const last = exactInteger(value);
-    if (last === undefined || last < BigInt(count) || last > MAX_ID) {
-      throw new KvIdError(
-        "reply",
-        `the counter came back as ${String(value)}, not the end of a range of ${count}`,
-        { key, field },
-      );
-    }
-    return { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
   }
 
   async #write(key: string, field: string, sql: string, values: unknown[]): Promise<Header> {

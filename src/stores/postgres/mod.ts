@@ -30,10 +30,16 @@
  *   name text NOT NULL,              -- the generator's name: "order", or a day "20261201"
  *   value bigint NOT NULL DEFAULT 0, -- the last ID reserved (a new name starts at 1)
  *   step bigint,                     -- the step its processes last used (rememberStep)
+ *   layout text,                     -- set when a member of interleaved stores; else NULL
  *   modified timestamptz NOT NULL DEFAULT now(),
  *   PRIMARY KEY (hash_key, name)
  * )
  * ```
+ *
+ * `layout` is written by an interleaving store on each member (its counter then counts block
+ * cycles): recorded in the reservation's own statement on first use, checked on every one; a
+ * counter with a layout is refused by a single-store generator, one with another layout or with a
+ * single store's value by a member, all as `"config"`; give-back and day cleanup leave it alone.
  *
  * The user needs `SELECT, INSERT, UPDATE, DELETE` on the table, and `CREATE` on its schema only to
  * create it (PostgreSQL 15 no longer grants `CREATE` on `public` to every user):

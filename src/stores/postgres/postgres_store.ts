@@ -20,8 +20,10 @@ import {
   DAY_NAME,
   DEFAULT_TABLE,
   epochMs,
-  exactInteger,
+  layoutOf,
   MAX_ID,
+  refuseFound,
+  reservationOf,
   settingText,
   stepValue,
 } from "../sql_table.ts";
@@ -42,7 +44,7 @@ import { postgresError, sqlState } from "./postgres_errors.ts";
  */
 export interface PgQueryable {
   /** Run one parameterized statement (`$1`, `$2`, ...); the store sends every value as text. */
-  query(text: string, values: string[]): Promise<{ rows: Record<string, unknown>[] }>;
+  query(text: string, values: (string | null)[]): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
 /**
@@ -60,7 +62,10 @@ export interface PgQueryable {
  */
 export interface PostgresJsSql {
   /** Run one parameterized statement (`$1`, `$2`, ...); the store sends every value as text. */
-  unsafe(text: string, values: string[]): PromiseLike<ArrayLike<Record<string, unknown>>>;
+  unsafe(
+    text: string,
+    values: (string | null)[],
+  ): PromiseLike<ArrayLike<Record<string, unknown>>>;
 }
 
 /**
@@ -132,7 +137,7 @@ const MAX_ATTEMPTS = 8;
  * ```
  */
 export class PostgresStore implements Store {
-  readonly #run: (text: string, values: string[]) => Promise<Record<string, unknown>[]>;
+  readonly #run: (text: string, values: (string | null)[]) => Promise<Record<string, unknown>[]>;
   readonly #table: string;
   readonly #create: boolean;
   #ready: Promise<void> | undefined;
@@ -192,6 +197,7 @@ export class PostgresStore implements Store {
   name text NOT NULL,
   value bigint NOT NULL DEFAULT 0,
   step bigint,
+  layout text,
   modified timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (hash_key, name)
 )`;
@@ -236,6 +242,7 @@ export class PostgresStore implements Store {
       throw new RangeError(`PostgresStore.reserve: count must be a positive integer, got ${count}`);
     }
     checkSqlNames(key, field);
+    const layout = layoutOf(options);
     const t = this.#table;
     const floor = options.guard && options.floor > 0n ? options.floor : 0n;
     const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
@@ -245,43 +252,46 @@ export class PostgresStore implements Store {
         key,
         field,
         `UPDATE ${t} SET value = value + $3::bigint, modified = now()
-WHERE hash_key = $1 AND name = $2 AND value >= $4::bigint RETURNING value::text AS value`,
-        [key, field, String(count), String(floor)],
+WHERE hash_key = $1 AND name = $2 AND value >= $4::bigint AND layout IS NOT DISTINCT FROM $5::text
+RETURNING value::text AS value`,
+        [key, field, String(count), String(floor), layout ?? null],
       );
-      if (rows.length > 0) return this.#reservation(rows[0].value, count, false, key, field);
+      if (rows.length > 0) {
+        return this.#reservation(rows[0].value, count, false, layout, key, field);
+      }
       if (start > MAX_ID) {
         throw new KvIdError("overflow", `raising the counter to ${raiseTo} would pass 2^63-1`, {
           key,
           field,
         });
       }
-      // Missing (a new counter: 0), or below the floor (raised to raiseTo first).
+      // Missing (a new counter: 0), below the floor (raised to raiseTo first), or an interleaved
+      // member's first use of a row at 0 without a layout (one saveStep made): the layout is
+      // recorded with the value, in the same statement.
       const raised = await this.#query(
         key,
         field,
-        `INSERT INTO ${t} AS c (hash_key, name, value, modified) VALUES ($1, $2, $3::bigint, now())
-ON CONFLICT (hash_key, name) DO UPDATE SET value = excluded.value, modified = now()
-WHERE c.value >= 0 AND c.value < $4::bigint RETURNING value::text AS value`,
-        [key, field, String(start), String(floor)],
+        `INSERT INTO ${t} AS c (hash_key, name, value, layout, modified)
+VALUES ($1, $2, $3::bigint, $5::text, now())
+ON CONFLICT (hash_key, name) DO UPDATE
+SET value = excluded.value, layout = excluded.layout, modified = now()
+WHERE (c.layout IS NOT DISTINCT FROM $5::text AND c.value >= 0 AND c.value < $4::bigint)
+  OR ($5::text IS NOT NULL AND c.layout IS NULL AND c.value = 0)
+RETURNING value::text AS value`,
+        [key, field, String(start), String(floor), layout ?? null],
       );
       if (raised.length > 0) {
-        return this.#reservation(raised[0].value, count, floor > 0n, key, field);
+        return this.#reservation(raised[0].value, count, floor > 0n, layout, key, field);
       }
-      // Neither matched: moved by another process in between, or a negative value (by hand).
+      // Neither matched: moved by another process in between, another layout, or a negative
+      // value (by hand).
       const found = await this.#query(
         key,
         field,
-        `SELECT value::text AS value FROM ${t} WHERE hash_key = $1 AND name = $2`,
+        `SELECT value::text AS value, layout FROM ${t} WHERE hash_key = $1 AND name = $2`,
         [key, field],
       );
-      const value = exactInteger(found[0]?.value);
-      if (value !== undefined && value < 0n) {
-        throw new KvIdError(
-          "reply",
-          `the counter holds a negative value (${value}), which kvid never writes: set it to the highest ID issued`,
-          { key, field },
-        );
-      }
+      refuseFound(found[0], layout, key, field);
     }
     throw new KvIdError(
       "conflict",
@@ -306,7 +316,7 @@ WHERE c.value >= 0 AND c.value < $4::bigint RETURNING value::text AS value`,
       key,
       field,
       `UPDATE ${this.#table} SET value = $3::bigint, modified = now()
-WHERE hash_key = $1 AND name = $2 AND value = $4::bigint RETURNING 1 AS released`,
+WHERE hash_key = $1 AND name = $2 AND value = $4::bigint AND layout IS NULL RETURNING 1 AS released`,
       [key, field, String(range.first - 1n), String(range.last)],
     );
     return rows.length === 1;
@@ -366,7 +376,7 @@ ON CONFLICT (hash_key, name) DO UPDATE SET step = excluded.step`,
       key,
       `<${before}`,
       `WITH gone AS (DELETE FROM ${this.#table}
-WHERE hash_key = $1 AND name ~ '^[0-9]{8}$' AND name < $2 RETURNING 1)
+WHERE hash_key = $1 AND name ~ '^[0-9]{8}$' AND name < $2 AND layout IS NULL RETURNING 1)
 SELECT count(*)::text AS n FROM gone`,
       [key, before],
     );
@@ -450,24 +460,18 @@ pg_is_in_recovery()::text AS in_recovery,
     value: unknown,
     count: number,
     raised: boolean,
+    layout: string | undefined,
     key: string,
     field: string,
   ): Reservation {
-    const last = exactInteger(value);
-    if (last === undefined) {
-      throw new KvIdError("reply", `the counter came back as ${String(value)}, not an integer`, {
-        key,
-        field,
-      });
-    }
-    return { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
+    return reservationOf(value, count, raised, layout, key, field);
   }
 
   async #query(
     key: string,
     field: string,
     text: string,
-    values: string[],
+    values: (string | null)[],
   ): Promise<Record<string, unknown>[]> {
     await this.#prepare(key, field);
     try {
