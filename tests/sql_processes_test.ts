@@ -88,10 +88,15 @@ async function run(server: SqlServer, drivers: string[], url: string) {
     await server.kill();
     await server.start();
     const results = await Promise.all(workers.map((w) => w.done));
+    let failures = 0;
     for (const [i, r] of results.entries()) {
       assert.equal(r.status.code, 0, `worker ${i}: ${r.stderr}`);
-      assert.equal(r.last, `done ${COUNT}`, `worker ${i} served again to the end`);
+      const done = /^done (\d+) failures=(\d+)$/.exec(r.last);
+      assert.ok(done, `worker ${i} ended with ${r.last}`);
+      assert.equal(Number(done[1]), COUNT, `worker ${i} served again to the end`);
+      failures += Number(done[2]);
     }
+    assert.ok(failures > 0, "the processes saw the database go down");
     const seen = new Set<number>();
     let duplicates = 0;
     for (let i = 0; i < PROCESSES; i++) {

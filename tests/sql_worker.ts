@@ -2,7 +2,7 @@
  * A producer process for the SQL process tests: takes IDs from one generator on a PostgreSQL or
  * MySQL store and writes them to a file, one decimal a line. After each chunk it prints
  * `written <n>` so the parent can act mid-run (kill the database, restart it); at the end
- * `done <n>`.
+ * `done <n> failures=<reservations that failed>`.
  *
  * Usage: `deno run -A sql_worker.ts --driver=pg|postgres.js|mysql2 --url=... --name=N
  * --count=600 --out=FILE [--min-step=3] [--max-step=10] [--flush=25]`.
@@ -76,6 +76,7 @@ while (written + chunk.length < count) {
   }
 }
 file.close();
+const { failures } = id.stats();
 await id.close();
 await end();
-await Deno.stdout.write(encoder.encode(`done ${written}\n`));
+await Deno.stdout.write(encoder.encode(`done ${written} failures=${failures}\n`));
