@@ -10,6 +10,11 @@
  * 003's optimistic version form (`SELECT value, version`, then `UPDATE ... WHERE version = v`,
  * again on a conflict). Each iteration is 200 reservations, 25 per worker.
  *
+ * Last, the ID service (`createHandler`, `POST /v1/ids/{name}`, count=1, token auth) served
+ * in this process by `Deno.serve` on each store, under `npm:autocannon` (50 connections,
+ * `KVID_SQL_BENCH_SECONDS` (3) each, rounds interleaved): requests/s on PostgreSQL and MariaDB
+ * beside Redis (the load generator shares the process and the machine: compare, do not quote).
+ *
  *     deno bench -A bench/sql_bench.ts
  *
  * @module
@@ -19,6 +24,8 @@ import pg from "pg";
 import postgres from "postgres";
 import mysql from "mysql2/promise";
 import { createClient } from "redis";
+import autocannon from "autocannon";
+import { createHandler } from "../src/server.ts";
 import { fromNodeRedis, KvId } from "../mod.ts";
 import { RedisStore } from "../src/redis_store.ts";
 import type { Store } from "../src/store_contract.ts";
@@ -187,4 +194,62 @@ addEventListener("unload", () => {
       `optimistic ${db}: ${t.retries} of ${t.reservations} attempts lost to another worker (${share}%)`,
     );
   }
+});
+
+// The ID service on each store, in this process.
+const SECONDS = Number(Deno.env.get("KVID_SQL_BENCH_SECONDS") ?? "3");
+const TOKEN = "bench-token-0123456789abcdef";
+let served = false;
+Deno.bench({
+  name: "the ID service on each store, count=1, 50 connections (figures printed)",
+  group: "HTTP service",
+  n: 1,
+  warmup: 0,
+  async fn() {
+    if (served) return; // deno bench calls it more than once even with n: 1: measure once
+    served = true;
+    const targets: { label: string; url: string; stop: () => Promise<void> }[] = [];
+    for (const [label, store] of Object.entries(stores)) {
+      if (label.includes("postgres.js")) continue;
+      const service = createHandler({ store, tokens: `${TOKEN}:*`, log: () => {} });
+      const server = Deno.serve(
+        { port: 0, hostname: "127.0.0.1", onListen() {} },
+        service.fetch,
+      );
+      targets.push({
+        label,
+        url: `http://127.0.0.1:${server.addr.port}/v1/ids/svc-${RUN}`,
+        stop: async () => {
+          await server.shutdown();
+          await service.close();
+        },
+      });
+    }
+    const rps = new Map<string, number[]>();
+    try {
+      for (let round = 0; round < 3; round++) {
+        for (const t of targets) {
+          const r = await autocannon({
+            url: t.url,
+            connections: 50,
+            duration: round === 0 ? 1 : SECONDS, // round 0 warms up, not counted
+            method: "POST",
+            headers: { authorization: `Bearer ${TOKEN}` },
+          });
+          if (r.non2xx > 0 || r.errors > 0) {
+            throw new Error(`${t.label}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+          }
+          if (round > 0) rps.set(t.label, [...(rps.get(t.label) ?? []), r.requests.average]);
+        }
+      }
+    } finally {
+      for (const t of targets) await t.stop();
+    }
+    const load = Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+    for (const [label, list] of rps) {
+      console.log(
+        `service on ${label}: ${list.map(Math.round).join(", ")} req/s (load ${load})`,
+      );
+    }
+  },
 });
