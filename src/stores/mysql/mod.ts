@@ -21,9 +21,10 @@
  * ## The table
  *
  * One row per counter; created on first use (`CREATE TABLE IF NOT EXISTS`) unless
- * `createTable: false`. Only on first use: a table dropped under running generators is a
- * `"config"` error, never silently made again (that would restart every counter at 1; a table
- * restored or recreated by hand is raised above each live generator's IDs by the guard). {@linkcode MySqlStore.tableSql} prints it for a migration:
+ * `createTable: false`. Only on first use: a table dropped under running generators is a `"config"` error, never
+ * silently made again (that would restart every counter at 1; a table restored or recreated by hand
+ * is raised above each live generator's IDs by the guard). {@linkcode MySqlStore.tableSql} prints
+ * it for a migration:
  *
  * ```sql
  * CREATE TABLE IF NOT EXISTS kvid_counters (
@@ -53,8 +54,8 @@
  * The `BIGINT` column holds no non-integer and nothing past 2^63-1 (strict mode refuses it; a
  * non-strict one stores 2^63-1, and the next reservation fails `"overflow"`), so hand edits cannot
  * make the counter unreadable (a table made by hand with another type for `value` or `step`, on
- * which MySQL would add as a double, is refused as `"config"` on first use); a negative value (kvid never writes one) is refused as `"reply"`
- * and left alone.
+ * which MySQL would add as a double, is refused as `"config"` on first use); a negative value (kvid
+ * never writes one) is refused as `"reply"` and left alone.
  *
  * ## A reservation
  *
@@ -77,9 +78,9 @@
  * Why a row lock and not TinyID's optimistic version column (`SELECT`, then
  * `UPDATE ... WHERE version = v`, again on a conflict): one round trip instead of two, and no
  * retries: under contention most optimistic attempts lose and go round again, while a row lock
- * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a busy machine) the
- * row lock measured 213 ms against 1.3 s for 200 reservations (6.1x); 74% of the optimistic
- * attempts lost to another worker.
+ * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a shared machine) the
+ * row lock measured 57 ms against 501 ms for 200 reservations (8.8x; 6.1x in a busier run); 72%
+ * of the optimistic attempts lost to another worker.
  *
  * ## Guarantees and durability
  *
@@ -116,13 +117,15 @@
  *
  * ## Costs
  *
- * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, 1-minute load about 11 from other
- * work: absolute figures are high and noisy; the servers started by the bench, durable): one
- * reservation is a commit, so its round trip is the server's commit latency (a log flush): 11.6 ms
- * on average, beside 10.5 ms for Redis with `appendfsync always` in the same run. It is paid once
- * per segment, in the background: `next()` per ID measured the same on every store (p75 33-87 ns
- * per ID over 1,000-ID iterations, Redis included), because a segment is served from memory and the
- * next one is reserved before it runs out. Details: bench/README.md.
+ * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, the servers started by the bench,
+ * durable; two runs at a 1-minute load of 6 to 8 and of about 11 from other work): one reservation
+ * is a commit, so its round trip is the server's commit latency (a log flush): 0.71 ms on average
+ * in the quieter run (11.6 ms in the busier one), beside 0.57 ms (10.5 ms) for Redis with
+ * `appendfsync always` in the same runs. It is paid once per segment, in the background: `next()`
+ * per ID measured the same on every store within the machine's noise (46 to 113 ns per ID, mean of
+ * 1,000-ID iterations, Redis 55 ns, the order changing between runs), because a segment is served
+ * from memory and the next one is reserved before it runs out. The ID service on it served the same
+ * order of requests/s as on Redis (5,000 to 10,000 on that machine). Details: bench/README.md.
  *
  * @module
  */

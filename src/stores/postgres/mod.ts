@@ -20,9 +20,10 @@
  * ## The table
  *
  * One row per counter; created on first use (`CREATE TABLE IF NOT EXISTS`) unless
- * `createTable: false`. Only on first use: a table dropped under running generators is a
- * `"config"` error, never silently made again (that would restart every counter at 1; a table
- * restored or recreated by hand is raised above each live generator's IDs by the guard). {@linkcode PostgresStore.tableSql} prints it for a migration:
+ * `createTable: false`. Only on first use: a table dropped under running generators is a `"config"` error, never
+ * silently made again (that would restart every counter at 1; a table restored or recreated by hand
+ * is raised above each live generator's IDs by the guard). {@linkcode PostgresStore.tableSql}
+ * prints it for a migration:
  *
  * ```sql
  * CREATE TABLE IF NOT EXISTS kvid_counters (
@@ -50,8 +51,8 @@
  *
  * Names and keys are at most 255 characters, without NUL (refused as `"config"`). The `bigint`
  * column holds no non-integer and nothing past 2^63-1, so hand edits cannot make the counter
- * unreadable (a table made by hand with another type for `value` or `step` is refused as
- * `"config"` on first use); a negative value (kvid never writes one) is refused as `"reply"` and left alone.
+ * unreadable (a table made by hand with another type for `value` or `step` is refused as `"config"`
+ * on first use); a negative value (kvid never writes one) is refused as `"reply"` and left alone.
  *
  * ## A reservation
  *
@@ -75,9 +76,9 @@
  * Why a row lock and not seed 003's optimistic version column (`SELECT value, version`, then
  * `UPDATE ... WHERE version = $v`, again on a conflict): one round trip instead of two, and no
  * retries: under contention most optimistic attempts lose and go round again, while a row lock
- * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a busy machine) the
- * row lock measured 260 ms against 1.8 s for 200 reservations (6.9x); 82% of the optimistic
- * attempts lost to another worker.
+ * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a shared machine) the
+ * row lock measured 300 ms against 1.6 s for 200 reservations (5.3x; 6.9x in a busier run); 79%
+ * of the optimistic attempts lost to another worker.
  *
  * ## Guarantees and durability
  *
@@ -120,14 +121,16 @@
  *
  * ## Costs
  *
- * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, 1-minute load about 11 from other
- * work: absolute figures are high and noisy; the servers started by the bench, durable): one
- * reservation is a commit, so its round trip is the server's commit latency (a log flush): 14-15 ms
- * (pg 15.0 ms, postgres.js 14.2 ms) on average, beside 10.5 ms for Redis with `appendfsync always`
- * in the same run. It is paid once per segment, in the background: `next()` per ID measured the
- * same on every store (p75 33-87 ns per ID over 1,000-ID iterations, Redis included), because a
- * segment is served from memory and the next one is reserved before it runs out. Details:
- * bench/README.md.
+ * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, the servers started by the bench,
+ * durable; two runs at a 1-minute load of 6 to 8 and of about 11 from other work): one reservation
+ * is a commit, so its round trip is the server's commit latency (a log flush): 1.5 ms with pg and
+ * 1.9 ms with postgres.js on average in the quieter run (15.0 and 14.2 ms in the busier one),
+ * beside 0.57 ms (10.5 ms) for Redis with `appendfsync always` in the same runs. It is paid once
+ * per segment, in the background: `next()` per ID measured the same on every store within the
+ * machine's noise (46 to 113 ns per ID, mean of 1,000-ID iterations, Redis 55 ns, the order
+ * changing between runs), because a segment is served from memory and the next one is reserved
+ * before it runs out. The ID service on it served the same order of requests/s as on Redis (5,000
+ * to 10,000 on that machine). Details: bench/README.md.
  *
  * @module
  */
