@@ -20,10 +20,10 @@
  * ## The table
  *
  * One row per counter; created on first use (`CREATE TABLE IF NOT EXISTS`) unless
- * `createTable: false`. Only on first use: a table dropped under running generators is a
- * `"config"` error, never silently made again (that would restart every counter at 1; a table restored or recreated by hand
- * is raised above each live generator's IDs by the guard). {@linkcode PostgresStore.tableSql}
- * prints it for a migration:
+ * `createTable: false`. Only on first use: a table dropped under running generators is a `"config"`
+ * error, never silently made again (that would restart every counter at 1; a table restored or
+ * recreated by hand is raised above each live generator's IDs by the guard).
+ * {@linkcode PostgresStore.tableSql} prints it for a migration:
  *
  * ```sql
  * CREATE TABLE IF NOT EXISTS kvid_counters (
