@@ -53,16 +53,14 @@ export interface SqlServer extends AsyncDisposable {
 /** Start a PostgreSQL 15 server with a database `kvid` owned by the superuser `kvid`. */
 export async function startPostgres(options: SqlServerOptions = {}): Promise<SqlServer> {
   const dir = await Deno.makeTempDir({ prefix: "kvid-pg-" });
-  const server = new LocalSqlServer("postgres", dir, freePort(), options);
   try {
     const asPg = await asPostgresUser(dir);
     await Deno.writeTextFile(`${dir}/pwfile`, `${PG_PASSWORD}\n`);
     await Deno.chown(`${dir}/pwfile`, ...(await postgresIds()));
     await run([...asPg, `${PG_BIN}/initdb`, ...INITDB_ARGS(dir)], "initdb");
-    await server.start();
-    return server;
+    return await startOnFreePort("postgres", dir, options);
   } catch (err) {
-    await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
     throw err;
   }
 }
@@ -79,7 +77,7 @@ export interface PostgresStandby extends SqlServer {
  */
 export async function startPostgresStandby(primary: SqlServer): Promise<PostgresStandby> {
   const dir = await Deno.makeTempDir({ prefix: "kvid-pg-standby-" });
-  const server = new LocalSqlServer("postgres", dir, freePort(), {});
+  let server: LocalSqlServer;
   try {
     const asPg = await asPostgresUser(dir);
     await run(
@@ -102,9 +100,9 @@ export async function startPostgresStandby(primary: SqlServer): Promise<Postgres
       "pg_basebackup",
       { PGPASSWORD: primary.password },
     );
-    await server.start();
+    server = await startOnFreePort("postgres", dir, {});
   } catch (err) {
-    await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
     throw err;
   }
   return Object.assign(server, {
@@ -124,7 +122,6 @@ export async function startPostgresStandby(primary: SqlServer): Promise<Postgres
 /** Start a MariaDB server with a database `kvid`; the user `root` has no password. */
 export async function startMariaDb(options: SqlServerOptions = {}): Promise<SqlServer> {
   const dir = await Deno.makeTempDir({ prefix: "kvid-mariadb-" });
-  const server = new LocalSqlServer("mariadb", dir, freePort(), options);
   try {
     await run([
       "mariadb-install-db",
@@ -136,11 +133,32 @@ export async function startMariaDb(options: SqlServerOptions = {}): Promise<SqlS
     ], "mariadb-install-db");
     // The database the tests use, made by the server itself on first start.
     await Deno.mkdir(`${dir}/data/kvid`);
-    await server.start();
-    return server;
+    return await startOnFreePort("mariadb", dir, options);
   } catch (err) {
-    await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * Start a server on the data in `dir` on a free port. A port picked free is free when picked,
+ * not when the server binds it: another process may take it in between, and then the server is
+ * started again on another one (3 tries).
+ */
+async function startOnFreePort(
+  kind: "postgres" | "mariadb",
+  dir: string,
+  options: SqlServerOptions,
+): Promise<LocalSqlServer> {
+  for (let attempt = 1;; attempt++) {
+    const server = new LocalSqlServer(kind, dir, freePort(), options);
+    try {
+      await server.start();
+      return server;
+    } catch (err) {
+      const taken = /Address already in use|Bind on TCP\/IP port/i.test(server.log());
+      if (!taken || attempt === 3) throw err;
+    }
   }
 }
 
