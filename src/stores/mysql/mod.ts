@@ -106,8 +106,9 @@
  * `innodb_lock_wait_timeout` (50 s by default; then `"unavailable"`, retried); callers still fail
  * at their `timeout`. Lower it for the store's sessions where that matters.
  *
- * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
- * the database's own replication settings decide (semi-synchronous replication above).
+ * The generators' `replicas` and `waitAof` options (Redis `WAIT`, `WAITAOF`) do not apply to a
+ * SQL store and are ignored: a commit is already flushed, and the database's own replication
+ * settings decide (semi-synchronous replication above).
  *
  * ## Daily serials
  *

@@ -109,8 +109,9 @@
  * queue in the server. Bound them for the store's user, e.g.
  * `ALTER ROLE app SET lock_timeout = '5s'`: a lock timeout is `"unavailable"`, retried.
  *
- * The generators' `replicas` option (Redis `WAIT`) does not apply to a SQL store and is ignored:
- * the database's own replication settings decide (synchronous replication above).
+ * The generators' `replicas` and `waitAof` options (Redis `WAIT`, `WAITAOF`) do not apply to a
+ * SQL store and are ignored: a commit is already flushed, and the database's own replication
+ * settings decide (synchronous replication above).
  *
  * ## Daily serials
  *
