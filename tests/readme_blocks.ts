@@ -47,6 +47,31 @@ export function readmeBlocks(markdown: string): Block[] {
   return blocks;
 }
 
+/** A `ts ignore` block of a module's JSDoc (`deno test --doc` runs the others). */
+export interface DocBlock extends Block {
+  /** The module, from the package root. */
+  file: string;
+}
+
+/**
+ * The `ts ignore` blocks of the JSDoc of `text` (the module `file`): the examples that need a
+ * server, which `deno test --doc` cannot give them.
+ */
+export function ignoredDocBlocks(file: string, text: string): DocBlock[] {
+  const blocks: DocBlock[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*\* ```ts ignore\s*$/.test(lines[i])) continue;
+    const line = i + 2;
+    const body: string[] = [];
+    for (i++; i < lines.length && !/^\s*\* ?```\s*$/.test(lines[i]); i++) {
+      body.push(lines[i].replace(/^\s*\* ?/, ""));
+    }
+    blocks.push({ runtime: "deno", file, line, code: body.join("\n") + "\n" });
+  }
+  return blocks;
+}
+
 /** The block as a script for the server at `host:port`. */
 export function scriptFor(block: Block, host: string, port: number): string {
   return block.code.replaceAll("127.0.0.1:6379", `${host}:${port}`)
@@ -58,8 +83,10 @@ export async function checkoutImportMap(): Promise<{ imports: Record<string, str
   const root = new URL("../", import.meta.url);
   const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
     exports: Record<string, string>;
+    imports: Record<string, string>;
   };
-  const imports: Record<string, string> = {};
+  // The package's own imports (the CLI's "redis"), as its deno.json gives them on JSR.
+  const imports: Record<string, string> = { ...config.imports };
   for (const [name, path] of Object.entries(config.exports)) {
     imports[`jsr:@kvid/core${name.slice(1)}`] = new URL(path, root).href;
     imports[`@kvid/core${name.slice(1)}`] = new URL(path, root).href;
@@ -97,7 +124,8 @@ export async function runBlocks(
 ): Promise<ScriptRun[]> {
   const runs: ScriptRun[] = [];
   for (const block of blocks) {
-    const file = `${options.dir}/README.md-line-${block.line}${options.ext}`;
+    const from = "file" in block ? String(block.file).replaceAll("/", "_") : "README.md";
+    const file = `${options.dir}/${from}-line-${block.line}${options.ext}`;
     await Deno.writeTextFile(file, scriptFor(block, options.host, options.port));
     await options.flush();
     const abort = new AbortController();
