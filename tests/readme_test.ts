@@ -103,3 +103,35 @@ Deno.test("module docs: every ts ignore block runs as written and ends by itself
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("README: a checkout used through deno.json links, without JSR", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-links-" });
+  try {
+    const checkout = new URL("../", import.meta.url).pathname;
+    // The README's recipe: the entry `deno add` writes, and "links" to the checkout.
+    const config = { imports: { "@kvid/core": "jsr:@kvid/core@^0.1.0" }, links: [checkout] };
+    await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify(config));
+    await Deno.writeTextFile(
+      `${dir}/main.ts`,
+      `import { KvId } from "@kvid/core";
+import { DenoKvStore } from "@kvid/core/deno-kv";
+import { KvId as Same } from "jsr:@kvid/core";
+await using ids = new KvId("order", { store: new DenoKvStore(":memory:") });
+console.log(await ids.next(), Same === KvId);
+`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", "--unstable-kv", "main.ts"],
+      cwd: dir,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const text = new TextDecoder();
+    assert.equal(out.code, 0, text.decode(out.stderr));
+    assert.equal(text.decode(out.stdout), "1 true\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
