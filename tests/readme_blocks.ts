@@ -1,12 +1,12 @@
 /**
  * The code blocks of README.md, by the runtime their fence names, and the scripts made from them.
  *
- * | fence          | what it is                            | checked by                                        |
- * | -------------- | ------------------------------------- | ------------------------------------------------- |
- * | `` ```ts ``    | a Deno script                         | type-checked (`readme_check.ts`), run (`readme_test.ts`) |
- * | `` ```js node ``| a Node script (ES module)            | run on Node through the built package (`.ci/runtimes`) |
- * | `` ```js bun `` | a Bun script                         | run on Bun the same way                            |
- * | `` ```ts ignore `` | needs a JSR package CI cannot reach (`jsr:@db/redis`) | nothing                 |
+ * | fence info       | what it is                             | checked by                                            |
+ * | ---------------- | -------------------------------------- | ----------------------------------------------------- |
+ * | `ts`             | a Deno script                          | type-checked (readme_check.ts), run (readme_test.ts)  |
+ * | `js node`        | a Node script (an ES module)           | run on Node through the built package (.ci/runtimes)  |
+ * | `js bun`         | a Bun script                           | run on Bun the same way                               |
+ * | `ts ignore`      | needs a JSR package CI cannot reach    | nothing (`jsr:@db/redis`)                             |
  *
  * A script is the block as written with the Redis address `127.0.0.1:6379` changed to the
  * server the check started; `jsr:@kvid/core` and `@kvid/core` (and sub-exports) resolve to this
