@@ -13,7 +13,8 @@
  * On Deno KV it fetches nothing: the core has no dependencies, and node-redis is imported only
  * on Redis. (Then Deno installs every package of the project's lockfile, the development ones
  * included: that is how it installs npm packages.) Not a `deno task`: the task runner installs
- * every npm package of deno.json's `imports` (111, 62 MB) before it runs anything.
+ * every npm package of deno.json's `imports` (the 110 of deno.lock: 62 MB in an empty
+ * `DENO_DIR`) before it runs anything.
  */
 
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
