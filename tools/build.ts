@@ -11,8 +11,9 @@
  * `./deno-kv`, `./cli` and `./server` are Deno's; `./store` is not built yet.
  *
  * `deno bundle --declaration` leaves the `import type` of a module whose values it did not bundle
- * (`./store_contract.ts`: types only) pointing at a file that is not there; those declarations are
- * inlined here, so the package type-checks on its own.
+ * (`./store_contract.ts`: types only) pointing at a file that is not there, and exports the exports
+ * of every bundled module: here those declarations are inlined, and only mod.ts's exports (the
+ * names `deno doc mod.ts` lists) stay exported, so the types claim nothing mod.mjs does not have.
  *
  * @module
  */
@@ -43,6 +44,22 @@ async function bundle(entry: string, out: string): Promise<void> {
   if (code !== 0) throw new Error(`deno bundle ${entry} failed (exit ${code})`);
 }
 
+/** The names a module exports, as `deno doc` lists them. */
+async function exportsOf(entry: string): Promise<Set<string>> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["doc", "--json", entry],
+    cwd: root,
+    stdout: "piped",
+  }).output();
+  if (out.code !== 0) throw new Error(`deno doc ${entry} failed (exit ${out.code})`);
+  const doc = JSON.parse(new TextDecoder().decode(out.stdout));
+  const nodes: { name: string }[] = Array.isArray(doc.nodes)
+    ? doc.nodes
+    : Object.values(doc.nodes as Record<string, { symbols: { name: string }[] }>)
+      .flatMap((m) => m.symbols);
+  return new Set(nodes.map((n) => n.name));
+}
+
 await Deno.remove(dist, { recursive: true }).catch(() => {});
 const tmp = await Deno.makeTempDir({ prefix: "kvid-build-" });
 try {
@@ -61,6 +78,13 @@ try {
       part.replace(/^export declare function /gm, "declare function ")
         .replace(/^export \{\};\n?/gm, "");
   }
+  // The bundled declarations export every module's exports; the package exports mod.ts's only.
+  const publicNames = await exportsOf("mod.ts");
+  types = types.replace(
+    /^export ((?:declare )?(?:abstract )?(?:function|class|const|let|var|enum|interface|type) (\w+))/gm,
+    (line, declaration: string, name: string) => publicNames.has(name) ? line : declaration,
+  );
+  if (!/^export \{\};$/m.test(types)) types += "\nexport {};\n";
   await Deno.writeTextFile(declarations, types);
   // Deno reads the types from this comment; Node, Bun and TypeScript from package.json.
   const code = new URL("mod.mjs", dist);
