@@ -270,6 +270,7 @@ const PASSED_TO_KVID = [
   "guard",
   "rollbackMargin",
   "replicas",
+  "waitAof",
   "stepRule",
   "clock",
 ] as const;
