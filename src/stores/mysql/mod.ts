@@ -9,9 +9,11 @@
  * import { KvId } from "@kvid/core";
  * import { MySqlStore } from "@kvid/core/mysql";
  *
- * const pool = mysql.createPool(Deno.env.get("DATABASE_URL")!); // mysql://app:...@host/db
+ * const pool = mysql.createPool(Deno.env.get("MYSQL_URL")!); // mysql://app:...@host/db
  * export const ORDER_ID = new KvId("order", { store: new MySqlStore(pool) });
  * console.log(await ORDER_ID.next()); // 1, 2, 3, ...
+ * await ORDER_ID.close(); // at exit: the unused rest of the range goes back, then the pool
+ * await pool.end();
  * ```
  *
  * No pool option is needed for exactness: every number is read as text (`CAST(... AS CHAR)`) or

@@ -104,9 +104,11 @@ const MAX_ATTEMPTS = 8;
  * import { KvId } from "@kvid/core";
  * import { MySqlStore } from "@kvid/core/mysql";
  *
- * const pool = mysql.createPool(Deno.env.get("DATABASE_URL")!);
+ * const pool = mysql.createPool(Deno.env.get("MYSQL_URL")!);
  * export const ORDER_ID = new KvId("order", { store: new MySqlStore(pool) });
  * console.log(await ORDER_ID.next()); // 1, 2, 3, ...
+ * await ORDER_ID.close(); // at exit: the unused rest of the range goes back, then the pool
+ * await pool.end();
  * ```
  */
 export class MySqlStore implements Store {

@@ -13,6 +13,8 @@
  * pool.on("error", () => {}); // an idle client lost: unheard, pg would crash the process
  * export const ORDER_ID = new KvId("order", { store: new PostgresStore(pool) });
  * console.log(await ORDER_ID.next()); // 1, 2, 3, ...
+ * await ORDER_ID.close(); // at exit: the unused rest of the range goes back, then the pool
+ * await pool.end();
  * ```
  *
  * postgres.js: `new PostgresStore(postgres(url))`. The client stays yours to end.

@@ -134,6 +134,8 @@ const MAX_ATTEMPTS = 8;
  * const pool = new pg.Pool({ connectionString: Deno.env.get("DATABASE_URL") });
  * export const ORDER_ID = new KvId("order", { store: new PostgresStore(pool) });
  * console.log(await ORDER_ID.next()); // 1, 2, 3, ...
+ * await ORDER_ID.close();
+ * await pool.end();
  * ```
  */
 export class PostgresStore implements Store {
