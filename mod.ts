@@ -406,11 +406,14 @@ export type {
 export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
 export { KvId, type KvIdConstructor } from "./src/kvid.ts";
 export type {
+  DurabilityReport,
+  ExpiryDetail,
   KvIdErrorSummary,
   KvIdOptions,
   KvIdStats,
   RollbackDetail,
 } from "./src/kvid_options.ts";
+export type { DurabilityMode } from "./src/durability.ts";
 export type { StepRule } from "./src/step.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in

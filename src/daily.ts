@@ -39,7 +39,7 @@ import {
 import type { Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-import { checkInteger, describe } from "./validate.ts";
+import { checkCounterName, checkInteger, describe } from "./validate.ts";
 
 /**
  * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
@@ -271,6 +271,8 @@ const PASSED_TO_KVID = [
   "replicas",
   "stepRule",
   "clock",
+  "durability",
+  "serverSettings",
 ] as const;
 const OPTION_NAMES = new Set<string>([
   ...PASSED_TO_KVID,
@@ -333,6 +335,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (typeof name !== "string" || name.length === 0 || !name.isWellFormed()) {
       throw new TypeError(`DailyId name must be a non-empty string, got ${describe(name)}`);
     }
+    // One rule for every name (the service serves both kinds): none begins with NUL.
+    checkCounterName("DailyId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`DailyId options must be an object, got ${describe(options)}`);
     }
@@ -580,6 +584,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         initialStep: step,
       },
     );
+    gen.addEventListener("expiry", (e) => {
+      this.dispatchEvent(new CustomEvent("expiry", { detail: (e as CustomEvent).detail }));
+    });
     gen.addEventListener("rollback", (e) => {
       const detail = (e as CustomEvent<RollbackDetail>).detail;
       this.dispatchEvent(

@@ -15,9 +15,13 @@ export interface ServerOptions {
    * Durability of the started server. `"aof"` makes every write durable
    * (redis: `appendonly yes` + `appendfsync always`; kvrocks:
    * `rocksdb.write_options.sync yes`) so data survives `kill()` + `restart()`.
-   * Defaults to `"none"`.
+   * `"everysec"` (the default): redis `appendonly yes` + `appendfsync everysec`,
+   * what a generator with `durability: "strict"` (its default) accepts; data
+   * survives `restart()` and a `kill()` of the process. `"none"`: no AOF and no
+   * snapshots, a restart loses everything (its generators must say
+   * `durability: "best-effort"`).
    */
-  persistence?: "none" | "aof";
+  persistence?: "none" | "everysec" | "aof";
   /** Password required by the server (`requirepass`). */
   password?: string;
   /** Fixed port to listen on. Defaults to a free port chosen at start. */
@@ -264,7 +268,7 @@ class LocalServer implements TestServer {
   }
 
   async #commandLine(): Promise<{ bin: string; args: string[] }> {
-    const { persistence = "none", password } = this.#options;
+    const { persistence = "everysec", password } = this.#options;
     if (this.kind === "redis") {
       const args = [
         "--port",
@@ -280,9 +284,11 @@ class LocalServer implements TestServer {
         "--protected-mode",
         "no",
         "--appendonly",
-        persistence === "aof" ? "yes" : "no",
+        persistence === "none" ? "no" : "yes",
       ];
-      if (persistence === "aof") args.push("--appendfsync", "always");
+      if (persistence !== "none") {
+        args.push("--appendfsync", persistence === "aof" ? "always" : "everysec");
+      }
       if (password !== undefined) args.push("--requirepass", password);
       for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
       return { bin: "redis-server", args };
@@ -384,7 +390,7 @@ class LocalServer implements TestServer {
     await this.#terminate("SIGTERM");
     // Redis without persistence comes back empty; Kvrocks always keeps its RocksDB files, so a
     // restart "without persistence" wipes them to stage the same loss.
-    if (this.kind === "kvrocks" && (this.#options.persistence ?? "none") === "none") {
+    if (this.kind === "kvrocks" && (this.#options.persistence ?? "everysec") === "none") {
       await Deno.remove(this.dataDir, { recursive: true }).catch(() => {});
       this.#dirRemoved = true;
     }

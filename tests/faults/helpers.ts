@@ -340,7 +340,7 @@ export async function spawnRedis(extra: string[] = [], dir?: string) {
   dir ??= await Deno.makeTempDir({ prefix: "kvid-states-" });
   const child = new Deno.Command("redis-server", {
     args: ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""].concat(
-      ["--appendonly", "no", "--protected-mode", "no", ...extra],
+      ["--appendonly", "yes", "--protected-mode", "no", ...extra],
     ),
     stdin: "null",
     stdout: "null",
