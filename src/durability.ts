@@ -23,8 +23,8 @@ import { errorMessage, isReplyError } from "./store_errors.ts";
  * import type { DurabilityMode } from "@kvid/core";
  * import assert from "node:assert/strict";
  *
- * const mode: DurabilityMode = "best-effort"; // a test server without AOF, on purpose
- * assert.ok(mode !== "strict");
+ * const modes: DurabilityMode[] = ["strict", "best-effort"]; // the default first
+ * assert.ok(modes.includes("best-effort"));
  * ```
  */
 export type DurabilityMode = "strict" | "best-effort";

@@ -82,7 +82,7 @@ function spawnNode(dir: string, port: number): Deno.ChildProcess {
       "--save",
       "",
       "--appendonly",
-      "no",
+      "yes",
       "--repl-diskless-sync-delay",
       "0",
       "--protected-mode",

@@ -81,7 +81,8 @@ export async function startRedis(
     // No disk, and a replica's first sync starts at once (not after the default 5 s delay).
     ...(options.sentinel ? [] : [
       ["save", '""'],
-      ["appendonly", "no"],
+      // An AOF: what a generator's default (durability: "strict") accepts.
+      ["appendonly", "yes"],
       ["repl-diskless-sync-delay", "0"],
     ]),
     ...args,
