@@ -83,6 +83,9 @@
  * | `stepRule`        | `"doubling"`      | how the step adapts: `"doubling"` or `"rate"` (see _How it works_)                                                                               |
  * | `clock`           | `performance.now` | millisecond clock the step adapts by (inject one in tests)                                                                                       |
  * | `store`           | –                 | a custom `Store` instead of `redis` (other backends, tests)                                                                                      |
+ * | `durability`      | `"strict"`        | refuse a store that can lose reservations (see _Operating it_); `"best-effort"` serves from it                                                   |
+ * | `serverSettings`  | `{}`              | settings the server will not tell, stated by you (`{ appendonly: "yes" }`)                                                                       |
+ * | `floor`           | –                 | `() => largest ID your data holds`: the counter is raised above it before any ID is served (see _Operating it_)                                  |
  *
  * Names and keys are non-empty, well-formed Unicode strings of at most 4,096 UTF-8 bytes. Options are
  * validated at construction: a wrong type (`null` included) is a `TypeError`, a value out of range a
@@ -159,6 +162,28 @@
  * | `guard: false`, or a server without scripting                                                                                    | unique as above while the counter never goes back; if it does, each generator skips IDs at or below its own mark (a range wholly below is a `"rollback"` error) and nothing raises the counter         |
  * | interleaved servers (`redis: [a, b, c]`)                                                                                         | 2^63-1 (the script's replies are strings); unique across servers by construction; needs scripting                                                                                                      |
  * | `DailyId`                                                                                                                        | unique per day and name; cleanup (`keepDays`) never deletes a day in use by a process whose clock runs ahead, nor by one lagging the server's clock by less than `keepDays` days (see _Daily serials_ in the docs of `DailyId`) |
+ *
+ * Which server setting gives which guarantee (what the default, `durability: "strict"`, does with it;
+ * read from the server before the first reservation and again after a transient failure, a refusal
+ * or a rollback):
+ *
+ * | server setting                                                     | the default                                  | what is lost                                                                                                             |
+ * | ------------------------------------------------------------------ | -------------------------------------------- | ------------------------------------------------------------------------------------------------------------------------ |
+ * | Redis/Valkey `appendonly yes`, `appendfsync always`                 | serves                                       | nothing, even on a power cut                                                                                             |
+ * | `appendonly yes`, `appendfsync everysec` (or `no`)                 | serves                                       | a `kill -9` of the server nothing; a machine crash or power cut the last second (`no`: ~30 s) of reservations            |
+ * | `appendonly no` (snapshots only, `save 3600 1 300 100 60 10000`)   | **refuses** (`"config"`, naming the fix)     | with `"best-effort"`: a crash goes back to the last snapshot; fresh generators re-issue every ID since (tested: all)     |
+ * | `appendonly no` + `replicas: N` (`WAIT`)                           | serves                                       | every node restarting at once; a primary restarting empty before a failover (its replicas resync the empty data set)     |
+ * | `INFO` forbidden (the server will not say)                         | **refuses** until `serverSettings` states it | what the stated settings lose                                                                                             |
+ * | `CONFIG` forbidden (managed servers)                               | serves, `appendfsync` taken as `everysec`    | as `everysec`                                                                                                            |
+ * | `maxmemory-policy allkeys-*`                                       | **refuses, in every mode**                   | (would be) the whole hash on memory pressure: every counter restarts at 1 (tested: 20,000 of 20,000)                     |
+ * | `maxmemory-policy volatile-*`, or a TTL on the hash                | serves, **removes the TTL** in the reservation | a TTL shorter than the time to the next reservation still expires the hash: the guard protects live generators, `floor` fresh ones |
+ * | Kvrocks (RocksDB WAL before each reply), `sync no` / `sync yes`    | serves                                       | `no`: a machine crash the latest writes; `yes`: nothing                                                                  |
+ * | Deno KV                                                            | serves                                       | nothing (a commit returns once durable)                                                                                  |
+ * | a custom `store` without `durability()`                            | serves (trusted)                             | what that store loses                                                                                                    |
+ *
+ * The probe costs one round trip on a cold start (a script reading `INFO server`, `persistence`,
+ * `memory` and the hash's `PTTL`, with three `CONFIG GET`s pipelined beside it), before the first
+ * reservation; none on the hot path and none per segment.
  *
  * The property test (`tests/property_test.ts`, fast-check) checks the first two points and that every
  * call settles, over random options, stores (one Redis, one without scripting, interleaved servers,
@@ -249,13 +274,28 @@
  *
  * ### Server settings: make a restart lose nothing
  *
- * A reservation must be on disk before its reply, or a crash can hand the same range out twice:
+ * A reservation must be on disk before its reply, or a crash can hand the same range out twice. By
+ * default (`durability: "strict"`) a generator reads the server's settings first and refuses a server
+ * that keeps no AOF with a `"config"` error naming the fix, and an `allkeys-*` eviction policy in
+ * every mode (`maxmemory-policy noeviction`); see _Guarantees by setup_ for each setting.
+ * `durability: "best-effort"` is the one way to serve from a server without AOF (a cache, a test):
+ * `stats().durability.problems` then says what a crash loses. `kvid durability` prints the same, and
+ * the service's `/readyz` answers 503 with the reason under `KVID_DURABILITY=strict` (the default).
+ *
+ * **The independent floor** (`floor`): what no server setting covers (a restore from an old backup,
+ * `FLUSHALL` while no generator lives, an empty server in place of the old one, a failover to a
+ * stale replica without `replicas`) is covered by the largest ID your own data holds:
+ * `floor: async () => (await db.query("SELECT max(id) FROM orders")).rows[0].max ?? 0`. It is asked
+ * before the first reservation (one call per generator) and whenever the counter is found below the
+ * generator's mark; the guard script raises the counter above it before any ID is served (a range
+ * found below it is spent). It covers IDs your data holds, not ones handed out and not yet stored. A
+ * floor that rejects fails the reservation as `"unavailable"` (retried).
  *
  * | server  | setting                                   | what it buys                                                  |
  * | ------- | ----------------------------------------- | ------------------------------------------------------------- |
  * | Redis   | `appendonly yes` + `appendfsync always`   | each reservation fsynced before its reply: nothing lost, ever |
  * | Redis   | `appendonly yes` + `appendfsync everysec` | a machine crash or power cut can lose the last second or so   |
- * | Redis   | RDB snapshots only, or no persistence     | a restart rolls counters back to the snapshot, or to nothing  |
+ * | Redis   | RDB snapshots only, or no persistence     | refused by default; with `"best-effort"` a restart rolls counters back to the snapshot, or to nothing |
  * | Kvrocks | `rocksdb.write_options.sync yes`          | each write's WAL fsynced before the reply: nothing lost, ever |
  * | Kvrocks | default (`sync no`)                       | a machine crash can lose the latest writes                    |
  *

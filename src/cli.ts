@@ -126,6 +126,27 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       }
       return;
     }
+    case "durability": {
+      const d = await new RedisStore(client).durability(key, {
+        field: "",
+        mode: "strict",
+        replicas: 0,
+        stated: {},
+      });
+      if (p.json) {
+        io.out(
+          JSON.stringify({ key, durable: d.durable, settings: d.settings, problems: d.problems }),
+        );
+      } else {
+        for (const [k, v] of Object.entries(d.settings)) io.out(`${k}\t${v}`);
+        io.out(d.durable ? "durable: yes" : "durable: NO");
+        for (const problem of d.problems) io.out(`problem: ${problem}`);
+      }
+      if (!d.durable) {
+        throw new CliError(EXIT.failed, "the server can lose reservations (see above)");
+      }
+      return;
+    }
     case "get": {
       const [value, layout] = await Promise.all([
         client.hGet(key, name),
