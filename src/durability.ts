@@ -10,7 +10,7 @@ import { KvIdError } from "./errors.ts";
 import type { DurabilityOptions, StoreDurability } from "./store_contract.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import type { RedisClient } from "./redis_store.ts";
-import { errorMessage, isReplyError } from "./store_errors.ts";
+import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
 
 /**
  * How much loss a generator accepts from its store: `"strict"` refuses a store that can lose a
@@ -128,10 +128,27 @@ async function config(client: RedisClient, name: string): Promise<string> {
     return configValue(await client.sendCommand("CONFIG", ["GET", name]), name) ?? "unknown";
   } catch (err) {
     // A managed server refusing CONFIG (renamed away, NOPERM) says nothing; a lost connection
-    // fails the probe.
-    if (isReplyError(err)) return "unknown";
-    throw err;
+    // or a transient state fails the probe.
+    unknownOrThrow(err, "");
+    return "unknown";
   }
+}
+
+/**
+ * A reply error of the probe: a transient server state (`LOADING`, `BUSY`, `MASTERDOWN`,
+ * `CLUSTERDOWN`, ...) is thrown (the reservation is retried); any other leaves the settings it
+ * stood for unknown.
+ */
+function unknownOrThrow(err: unknown, key: string): string {
+  if (!isReplyError(err)) throw err; // a lost connection: the probe fails, transient
+  const error = toKvIdError(err, key, "");
+  if (error.code === "unavailable") throw err;
+  return error.message;
+}
+
+/** Scripts refused: by the server (no scripting) or by the user's ACL (`NOPERM` for EVAL). */
+function scriptsRefused(err: unknown): boolean {
+  return isNoScripting(err) || /NOPERM.*'(eval|evalsha)'/i.test(errorMessage(err));
 }
 
 /** The `INFO` sections and the hash's TTL, by script or, without scripting, by plain commands. */
@@ -139,24 +156,22 @@ async function info(
   client: RedisClient,
   key: string,
 ): Promise<{ info: Map<string, string>; ttl: number | undefined; error?: string }> {
-  const unknown = (err: unknown) => ({ info: new Map(), ttl: undefined, error: errorMessage(err) });
+  const unknown = (error: string) => ({ info: new Map<string, string>(), ttl: undefined, error });
   try {
     const reply = await PROBE_SCRIPT.run(client, [key], []);
     if (!Array.isArray(reply) || reply.length !== 4) return unknown("unexpected probe reply");
     const text = reply.slice(0, 3).map(asText).join("\n");
     return { info: parseInfo(text), ttl: Number(asText(reply[3])) };
   } catch (err) {
-    // A lost connection fails the probe (transient); a refusal leaves the settings unknown.
-    if (!isReplyError(err)) throw err;
-    if (!isNoScripting(err) || client.sendCommand === undefined) return unknown(err);
+    const why = unknownOrThrow(err, key);
+    if (!scriptsRefused(err) || client.sendCommand === undefined) return unknown(why);
   }
   const send = client.sendCommand;
   try {
     const [text, ttl] = await Promise.all([send("INFO", []), send("PTTL", [key])]);
     return { info: parseInfo(asText(text)), ttl: Number(asText(ttl)) };
   } catch (err) {
-    if (!isReplyError(err)) throw err;
-    return unknown(err);
+    return unknown(unknownOrThrow(err, key));
   }
 }
 

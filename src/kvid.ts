@@ -214,6 +214,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   // failure, a refusal or a rollback (the server may have restarted, or be another one).
   #durabilityDue = true;
   #durability: StoreDurability | undefined;
+  // The last read was accepted: a re-read may then go beside the reservation.
+  #durabilityAccepted = false;
   #ttlRemovals = 0;
   // The floor option: consulted before the first reservation and after a rollback.
   #floorDue = true;
@@ -733,10 +735,16 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
           waitMs: this.#timeout * 0.9,
         });
       const attempt = (async () => {
-        await this.#checkDurability(store);
+        // First use: the store is read before anything is reserved (a refused server is left
+        // untouched). Later (after a failure or a rollback) it is read beside the reservation,
+        // one round trip for both, and the range is used only once it answered.
+        const probe = this.#checkDurability(store);
+        probe.catch(() => {}); // awaited below
+        if (!this.#durabilityAccepted) await probe;
         if (this.#floorDue) await this.#readFloor();
         const mark = this.#userFloor > floor ? this.#userFloor : floor;
         let reply = await reserveAbove(mark);
+        await probe; // a refusal spends the range
         if (reply.raised && this.#options.floor !== undefined && mark === floor) {
           // Found below this generator's own mark: the floor may know of IDs above it.
           await this.#readFloor();
@@ -880,7 +888,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
    * {@linkcode durabilityRefusal}); a refusal leaves it due, so a fixed server is served again.
    */
   async #checkDurability(store: Store): Promise<void> {
-    if (!this.#durabilityDue || store.durability === undefined) return;
+    if (!this.#durabilityDue || store.durability === undefined) {
+      this.#durabilityAccepted = true;
+      return;
+    }
     const d = await store.durability(this.key, {
       field: this.name,
       mode: this.#durabilityMode,
@@ -889,6 +900,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     });
     this.#durability = d;
     const refusal = durabilityRefusal(d, this.#durabilityMode, this.key, this.name);
+    this.#durabilityAccepted = refusal === undefined;
     if (refusal !== undefined) throw refusal;
     this.#durabilityDue = false;
   }

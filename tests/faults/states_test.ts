@@ -14,7 +14,7 @@ import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";
 
 /** A client that runs `heal` (once) when the server first replies with `word`. */
 function healOn(inner: RedisClient, word: string, heal: () => Promise<unknown>) {
-  const rec = new Recorder(inner);
+  const rec = new Recorder(inner, { probes: true });
   let healing: Promise<unknown> | undefined;
   const watch = <T>(p: Promise<T>) =>
     p.catch((err) => {
@@ -42,7 +42,11 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "kvid-loading-" });
     try {
       {
-        await using a = await spawnRedis(["--enable-debug-command", "yes"], dir);
+        // Snapshots, no AOF: the restart loads the RDB (DEBUG POPULATE never reaches an AOF).
+        await using a = await spawnRedis(
+          ["--enable-debug-command", "yes", "--appendonly", "no"],
+          dir,
+        );
         await waitUntil(() => command(a.url, "PING").catch(() => false), "PING");
         await command(a.url, "DEBUG", "POPULATE", "40000");
         await command(a.url, "HSET", "kvid", "loading", "41");
@@ -51,14 +55,21 @@ Deno.test({
       }
       // 40,000 keys at 50 µs each: about two seconds of LOADING, answering meanwhile.
       await using b = await spawnRedis([
+        "--appendonly",
+        "no",
         "--key-load-delay",
         "50",
         "--loading-process-events-interval-bytes",
         "1024",
       ], dir);
       await using open = await openClient("node-redis", b.url, { readyCheck: false });
-      const rec = new Recorder(open.redis);
-      await using id = new KvId("loading", { redis: rec, timeout: 30_000 });
+      const rec = new Recorder(open.redis, { probes: true });
+      // No AOF on purpose (see above): best-effort durability accepts it.
+      await using id = new KvId("loading", {
+        redis: rec,
+        timeout: 30_000,
+        durability: "best-effort",
+      });
       assert.equal(await id.next(), 42);
       assert.ok(failedWith(rec, "LOADING") >= 1, "the server had loaded already: nothing staged");
       assert.equal(id.stats().lastError, undefined);
@@ -117,7 +128,7 @@ Deno.test({
       "the script to make the server BUSY",
     );
     // A caller with a short deadline times out, with the server's words in the cause...
-    const heldRec = new Recorder(open.redis);
+    const heldRec = new Recorder(open.redis, { probes: true });
     const err = await (async () => {
       await using held = new KvId("state-busy-held", { redis: heldRec, timeout: 300 });
       return await rejectsWith(held.next(), "timeout");
