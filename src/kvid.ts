@@ -707,7 +707,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** One reservation, bounded by `timeout`. Never rejects. */
   async #reserve(): Promise<void> {
-    if (!this.#stepLoaded) await this.#loadStep();
+    let early: Promise<void> | undefined;
+    if (!this.#stepLoaded) {
+      // First use: the store's durability is read beside the remembered step, one round trip
+      // for both; the reservation waits for it (below).
+      try {
+        early = this.#checkDurability(this.#store ??= this.#makeStore());
+        early.catch(() => {}); // awaited by the attempt
+      } catch {
+        // No store: said by the attempt.
+      }
+      await this.#loadStep();
+    }
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
@@ -738,7 +749,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         // First use: the store is read before anything is reserved (a refused server is left
         // untouched). Later (after a failure or a rollback) it is read beside the reservation,
         // one round trip for both, and the range is used only once it answered.
-        const probe = this.#checkDurability(store);
+        const probe = early ?? this.#checkDurability(store);
         probe.catch(() => {}); // awaited below
         if (!this.#durabilityAccepted) await probe;
         if (this.#floorDue) await this.#readFloor();
