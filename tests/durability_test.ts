@@ -12,6 +12,24 @@ import { RedisStore } from "../src/redis_store.ts";
 import { type ClientKind, CLIENTS, openClient } from "./clients.ts";
 import { command, startNoScriptingServer, startServer, type TestServer } from "./server.ts";
 import { rejectsWith } from "./assert.ts";
+import { serveService } from "./service.ts";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { main as cliMain } from "../src/cli.ts";
+
+const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
+
+/** Run the CLI in a process of its own: its exit code and output. */
+async function kvid(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", CLI, ...args],
+    env: { KVID_REDIS_URL: "" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
 
 /** `n` IDs of `id`, one call each. */
 async function take(id: KvId<number>, n: number): Promise<number[]> {
@@ -333,6 +351,126 @@ Deno.test({
 });
 
 Deno.test({
+  name: "durability: AOF turned off at run time is seen after a transient failure",
+  timeout: 60_000,
+  fn: async () => {
+    await using server = await startServer();
+    await using client = await openClient("node-redis", server.url);
+    await using id = new KvId("order", {
+      redis: client.redis,
+      minStep: 10,
+      maxStep: 10,
+      prefetchAt: 0,
+      timeout: 300,
+      failFast: false,
+    });
+    for (let i = 0; i < 10; i++) await id.next(); // one range, read as durable
+    await command(server.url, "CONFIG", "SET", "appendonly", "no");
+    // Writes held longer than the timeout: the reservation fails as a timeout (transient), so
+    // the next one reads the server again, beside it.
+    await command(server.url, "CLIENT", "PAUSE", "1000", "WRITE");
+    await rejectsWith(id.next(), "timeout");
+    const refused = await (async () => {
+      for (let i = 0; i < 50; i++) {
+        try {
+          await id.next();
+        } catch (err) {
+          if (err instanceof KvIdError && err.code === "config") return err;
+        }
+      }
+    })();
+    assert.ok(refused !== undefined, "refused once the server said it keeps no AOF");
+    assert.match(refused.message, /appendonly yes/);
+    assert.equal(id.stats().durability.settings.appendonly, "no");
+  },
+});
+
+Deno.test({
+  name: "durability: interleaved servers: every member is read, one without AOF refuses",
+  timeout: 60_000,
+  fn: async () => {
+    await using a = await startServer();
+    await using b = await startServer({ persistence: "none" });
+    await using ca = await openClient("node-redis", a.url);
+    await using cb = await openClient("node-redis", b.url);
+    await using id = new KvId("order", { redis: [ca.redis, cb.redis], block: 10 });
+    const err = await rejectsWith(id.next(), "config", /server 1: AOF is off/);
+    assert.doesNotMatch(err.message, /server 0/);
+    assert.equal(id.stats().durability.settings["0.appendonly"], "yes");
+    assert.equal(id.stats().durability.settings["1.appendonly"], "no");
+    await using lossy = new KvId("order", {
+      redis: [ca.redis, cb.redis],
+      block: 10,
+      durability: "best-effort",
+    });
+    assert.ok(await lossy.next() >= 1);
+  },
+});
+
+Deno.test({
+  name: "durability: the service (400 for NUL names, /readyz, /metrics, status) and the CLI",
+  timeout: 60_000,
+  fn: async (t) => {
+    await using server = await startServer({ persistence: "none" });
+    await using client = await openClient("node-redis", server.url);
+    const auth = { authorization: "Bearer admin-secret-0123456789" };
+    const tokens = "admin-secret-0123456789:*";
+    await t.step("strict: /readyz 503 naming the fix, IDs refused", async () => {
+      await using svc = serveService({ redis: client.redis, tokens });
+      const ready = await fetch(`${svc.url}/readyz`);
+      assert.equal(ready.status, 503);
+      assert.match(await ready.text(), /appendonly yes/);
+      const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
+      assert.equal(ids.status, 500); // a setup mistake: said in the log, with the fix
+      await ids.body?.cancel();
+      assert.ok(svc.logged.some((l) => /appendonly yes/.test(l)), svc.logged.join("\n"));
+      const metrics = await (await fetch(`${svc.url}/metrics`, { headers: auth })).text();
+      assert.match(metrics, /kvid_store_durable\{kind="ids",name="order"\} 0/);
+      const bad = await fetch(`${svc.url}/v1/ids/%00layout%3Aorder`, {
+        method: "POST",
+        headers: auth,
+      });
+      assert.equal(bad.status, 400);
+      assert.match(await bad.text(), /NUL/);
+    });
+    await t.step("best-effort: ready, served, and the status page says what is lost", async () => {
+      await using svc = serveService({ redis: client.redis, tokens, durability: "best-effort" });
+      const ready = await fetch(`${svc.url}/readyz`);
+      assert.equal(ready.status, 200);
+      await ready.body?.cancel();
+      const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
+      assert.equal(ids.status, 200);
+      await ids.body?.cancel();
+      const login = await fetch(`${svc.url}/login`, {
+        method: "POST",
+        headers: { origin: svc.url, "content-type": "application/x-www-form-urlencoded" },
+        body: `token=${tokens.split(":")[0]}`,
+        redirect: "manual",
+      });
+      const cookie = login.headers.get("set-cookie")?.split(";")[0] ?? "";
+      await login.body?.cancel();
+      const page = await (await fetch(`${svc.url}/`, { headers: { cookie } })).text();
+      assert.match(page, /the store can lose IDs: AOF is off/);
+    });
+    await t.step(
+      "the CLI: kvid durability exits 1 naming the fix; a NUL name exits 1",
+      async () => {
+        const run = await kvid(["durability", "--url", server.url]);
+        assert.equal(run.code, 1, run.stderr);
+        assert.match(run.stdout, /appendonly\tno/);
+        assert.match(run.stdout, /problem: AOF is off/);
+        // An argument cannot hold NUL (the OS refuses it): main() is called as a caller would.
+        assert.equal(await cliMain(["get", "\0layout:order", "--url", server.url]), 1);
+        await command(server.url, "CONFIG", "SET", "appendonly", "yes");
+        const durable = await kvid(["durability", "--url", server.url, "--json"]);
+        assert.equal(durable.code, 0, durable.stderr);
+        assert.equal(JSON.parse(durable.stdout).durable, true);
+      },
+    );
+  },
+});
+
+Deno.test({
   name: "durability: a custom store without durability() is trusted; Deno KV says durable",
   fn: async () => {
     let counter = 0n;
@@ -354,5 +492,9 @@ Deno.test({
     await using id = new KvId("order", { store });
     assert.equal(await id.next(), 1);
     assert.equal(id.stats().durability.durable, undefined);
+    using kv = new DenoKvStore(":memory:");
+    await using onKv = new KvId("order", { store: kv });
+    assert.equal(await onKv.next(), 1);
+    assert.equal(onKv.stats().durability.durable, true);
   },
 });
