@@ -8,6 +8,7 @@
  * deno run -A jsr:@kvid/core/cli next order -n 3
  * deno run -A jsr:@kvid/core/cli daily order --time-zone Asia/Shanghai
  * deno run -A jsr:@kvid/core/cli cleanup order --keep-days 30 --time-zone Asia/Shanghai
+ * deno run -A jsr:@kvid/core/cli durability  # appendonly, appendfsync, maxmemory_policy, TTL
  * ```
  *
  * It owns its connection, made with node-redis (`npm:redis`). Exit codes: 0 done, 1 the
@@ -29,6 +30,7 @@
  * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers             |
  * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
  * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
+ * | `durability`                                               | prints what the server can lose and the fix; exit 1 if a generator would refuse it |
  *
  * Every command takes `--help`. `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
@@ -43,7 +45,13 @@
  * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
  * it as `name<TAB>(interleaved, v1 servers=2 block=1000 index=0, next cycle 3)` (with `--json`, under
  * `"interleaved"`), never the internal `"\0layout:<name>"` field. `cleanup` dates days by the earlier
- * of this machine's clock and the server's, like `DailyId`.
+ * of this machine's clock and the server's, like `DailyId`. A name beginning with NUL (the library's
+ * own fields) is refused with exit 1.
+ *
+ * `durability` reads what every generator reads before its first reservation (`INFO`, `CONFIG GET
+ * appendfsync` and `save`, the hash's `PTTL`) and prints each setting, `durable: yes` or `NO`, and
+ * each problem with its fix, e.g. `problem: AOF is off (appendonly no, ...): ...; set appendonly yes`.
+ * `next` reserves whatever the server says (it is an admin tool): run `durability` first.
  *
  * @module
  */
