@@ -30,7 +30,9 @@ export class LuaScript {
     try {
       return await client.evalsha(await this.#sha, keys, args);
     } catch (err) {
-      if (!/NOSCRIPT/i.test(errorMessage(err))) throw err;
+      // The reply's code, not any word: Valkey's NOPERM names the user ("User noscript has no
+      // permissions to run the 'evalsha' command"), which must not make it send EVAL.
+      if (!/(^|: )NOSCRIPT\b/.test(errorMessage(err).replace(/^-/, ""))) throw err;
       return await client.eval(this.source, keys, args);
     }
   }

@@ -140,6 +140,7 @@
  * @module
  */
 
+import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
 import { durabilityRefusal } from "./durability.ts";
@@ -304,7 +305,7 @@ export function createHandler(options: ServiceOptions): IdService {
   // Why the service cannot serve, or undefined when it can: the store does not answer, or
   // (under "strict") it says it can lose reservations.
   const notReady = async (): Promise<string | undefined> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     try {
       return await Promise.race([
         (async () => {
@@ -319,14 +320,15 @@ export function createHandler(options: ServiceOptions): IdService {
           const refusal = durabilityRefusal(d, durability, "kvid", "");
           return refusal === undefined ? undefined : refusal.message;
         })(),
+        // A loop blocked by the application is not a store that does not answer.
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error("slow")), READY_TIMEOUT_MS);
+          cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
         }),
       ]);
     } catch {
       return "the store does not answer";
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   };
 

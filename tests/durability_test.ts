@@ -65,7 +65,7 @@ for (const kind of CLIENTS) {
     name: `durability: snapshots only (Debian's save) + kill -9 (${kind})`,
     timeout: 60_000,
     fn: async (t) => {
-      await using server = await startServer({ persistence: "none" });
+      await using server = await startServer({ persistence: "snapshots" });
       await command(server.url, "CONFIG", "SET", "save", "3600 1 300 100 60 10000");
       await using client = await openClient(kind, server.url);
       const redis = client.redis;
@@ -161,7 +161,7 @@ Deno.test({
   name: "durability: replicas confirming each reservation cover a server without AOF",
   timeout: 30_000,
   fn: async () => {
-    await using server = await startServer({ persistence: "none" });
+    await using server = await startServer({ persistence: "snapshots" });
     await using client = await openClient("node-redis", server.url);
     const store = new RedisStore(client.redis);
     const ask = (replicas: number) =>
@@ -390,7 +390,7 @@ Deno.test({
   timeout: 60_000,
   fn: async () => {
     await using a = await startServer();
-    await using b = await startServer({ persistence: "none" });
+    await using b = await startServer({ persistence: "snapshots" });
     await using ca = await openClient("node-redis", a.url);
     await using cb = await openClient("node-redis", b.url);
     await using id = new KvId("order", { redis: [ca.redis, cb.redis], block: 10 });
@@ -411,7 +411,7 @@ Deno.test({
   name: "durability: the service (400 for NUL names, /readyz, /metrics, status) and the CLI",
   timeout: 60_000,
   fn: async (t) => {
-    await using server = await startServer({ persistence: "none" });
+    await using server = await startServer({ persistence: "snapshots" });
     await using client = await openClient("node-redis", server.url);
     const auth = { authorization: "Bearer admin-secret-0123456789" };
     const tokens = "admin-secret-0123456789:*";

@@ -22,7 +22,6 @@ for (const kind of CLIENTS) {
         await using open = await openClient(kind, server.url);
         const rec = new Recorder(open.redis);
         await using id = new KvId(`late-${guard}`, {
-          durability: "best-effort", // no persistence: the loss is staged
           redis: rec,
           guard,
           minStep: 10,

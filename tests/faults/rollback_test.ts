@@ -40,14 +40,7 @@ for (const kind of CLIENTS) {
       await using server = await startServer({ persistence: "none" });
       await using client = await openClient(kind, server.url);
       const redis = client.redis;
-      // No persistence, on purpose: best-effort durability accepts the loss being staged.
-      const fixed = {
-        redis,
-        minStep: 10,
-        maxStep: 10,
-        prefetchAt: 0,
-        durability: "best-effort" as const,
-      };
+      const fixed = { redis, minStep: 10, maxStep: 10, prefetchAt: 0 };
 
       await t.step("guard: raised to the floor, one rollback event and stat", async () => {
         await using id = new KvId("one", fixed);
@@ -138,7 +131,7 @@ for (const kind of CLIENTS) {
 async function twoLive(server: TestServer, name: string, marginA = 0) {
   const a = await openClient("node-redis", server.url);
   const b = await openClient("ioredis", server.url);
-  const fixed = { minStep: 10, maxStep: 10, prefetchAt: 0, durability: "best-effort" as const };
+  const fixed = { minStep: 10, maxStep: 10, prefetchAt: 0 };
   const genA = new KvId(name, { redis: a.redis, ...fixed, rollbackMargin: marginA });
   const genB = new KvId(name, { redis: b.redis, ...fixed });
   return {
@@ -227,7 +220,6 @@ Deno.test({
         const name = `live-${margin}`;
         const gens = CLIENTS.map((k) =>
           new KvId(name, {
-            durability: "best-effort",
             redis: clients[k].redis,
             minStep: 100,
             maxStep: 100,
@@ -282,14 +274,7 @@ Deno.test("rollbackMargin near 2^63-1: overflow, and the counter stays a valid i
     await t.step(kind, async () => {
       await using client = await openClient(kind, server.url);
       const name = `edge-${kind}`;
-      const fixed = {
-        redis: client.redis,
-        bigint: true,
-        minStep: 8,
-        maxStep: 8,
-        prefetchAt: 0,
-        durability: "best-effort" as const,
-      };
+      const fixed = { redis: client.redis, bigint: true, minStep: 8, maxStep: 8, prefetchAt: 0 };
       await command(server.url, "HSET", "kvid", name, String(MAX - 40n));
       await using id = new KvId(name, { ...fixed, rollbackMargin: 777 });
       for (let i = 0; i < 8; i++) await id.next();
