@@ -108,7 +108,7 @@
  * | `unsafe`      | number mode, and the next ID would be above `Number.MAX_SAFE_INTEGER`: use `bigint: true`                                                                                                                                       |
  * | `rollback`    | without `guard`, the counter went below IDs this generator already issued                                                                                                                                                       |
  * | `closed`      | the generator was closed                                                                                                                                                                                                        |
- * | `config`      | a setup mistake waiting cannot fix: no client; auth failed; `NOPERM`; a command renamed or disabled; Deno KV without `--unstable-kv` or its directory; a `clock` reading that is not a finite number; a counter layout mismatch |
+ * | `config`      | a setup mistake waiting cannot fix: no client; auth failed; `NOPERM`; a command renamed or disabled; Deno KV without `--unstable-kv` or its directory; a `clock` reading that is not a finite number; a counter layout mismatch; a store that can lose reservations (`durability`: no AOF, `allkeys-*` eviction, a server that will not say), naming the fix; a `floor` option returning a non-integer |
  *
  * **Transient** (`timeout`, `connection`, `unavailable`, `conflict`): a reservation that fails so is
  * retried with exponential backoff and jitter (capped at 2 s and at half of `timeout`) until the
@@ -137,7 +137,8 @@
  *
  * const stats = ORDER_ID.stats(); // plain data: Response.json(stats) and JSON.stringify work
  * // { name, key, step, remaining, segments, failures, stalls, lastFetchMs, high: "1000",
- * //   rollbacks, reserving, lastError: { code, message } | undefined }
+ * //   rollbacks, durability: { mode, durable, problems, settings }, ttlRemovals, reserving,
+ * //   lastError: { code, message } | undefined }
  *
  * ORDER_ID.addEventListener("rollback", (e) => console.warn("counter went back", e.detail));
  *
@@ -403,15 +404,20 @@
  *   seconds of `segments × step`). Near the top of the range the raise stops at 2^63-1: the counter
  *   stays valid and the reservation fails with `"overflow"`, never handing out IDs inside the margin.
  *   After a full loss the safe repair is by hand: set each counter above the largest ID stored
- *   anywhere (`HSET kvid order <max id + margin>`) before restarting services. Without `guard`, a
- *   rollback shows as `"rollback"` errors until the counter passes the mark by itself.
+ *   anywhere (`HSET kvid order <max id + margin>`) before restarting services, or let the `floor`
+ *   option do it for each generator (see _Server settings_). Without `guard`, a rollback shows as
+ *   `"rollback"` errors until the counter passes the mark by itself. A rollback also makes the
+ *   generator read the server's durability again (it may have restarted with other settings).
  * - **What is reported, and what cannot be**: a reservation abandoned at its timeout is still read
  *   when its reply comes; if it found the counter below the mark (a command the client held in its
  *   offline queue while the server restarted empty, then sent), that is counted and emitted like any
  *   rollback. What no generator can see: an abandoned command whose reply never arrives (the
  *   connection dropped after the server applied it) and that raised a lost counter, and a loss while
- *   no generator of that counter is alive. After a restart without persistence, compare
- *   `HGET kvid <name>` with the `high` of each live generator.
+ *   no generator of that counter is alive (the `floor` option covers that one for the IDs your data
+ *   holds). After a restart without persistence, compare `HGET kvid <name>` with the `high` of each
+ *   live generator. A server restarted (or replaced) between two reservations with no command in
+ *   flight is not noticed as a reconnect: its durability is read again at the next failure or
+ *   rollback, and by every new generator.
  *
  * ### Reading `stats()` and events
  *
@@ -429,6 +435,8 @@
  * | `high`                  | the highest ID reserved, a decimal string (exact; `ORDER_ID.high` is the bigint); below `HGET kvid <name>` by what others took |
  * | `rollbacks`             | times the counter was found below `high`: the server lost data. Alert on any                                                   |
  * | `reserving`             | a reservation is in flight                                                                                                     |
+ * | `durability`            | `{ mode, durable, problems, settings }` as last read from the server: `problems` name the fix; alert on `durable: false`        |
+ * | `ttlRemovals`           | times a reservation found a TTL on the hash and removed it (`"expiry"` events): find what sets it                              |
  *
  * A `"rollback"` event's `detail` is `{ floor, last }`: the counter was raised to `floor` (plus the
  * margin) and this reservation ended at `last`. IDs from `floor + 1` up may repeat ones that other
