@@ -51,7 +51,8 @@ import { checkCounterName, checkInteger, describe } from "./validate.ts";
  * midnight, IDs buffered for the previous day are dropped, never issued with yesterday's date.
  *
  * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
- * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
+ * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`), `"expiry"` (`CustomEvent<ExpiryDetail>`:
+ * a TTL on the hash found and removed, as on {@linkcode KvId}).
  *
  * ## Daily serials
  *
