@@ -101,6 +101,7 @@
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
 export type {
+  DurabilityOptions,
   IdRange,
   Reservation,
   ReserveOptions,

@@ -87,15 +87,17 @@
  * ## Guarantees and durability
  *
  * A range is handed out only after its statement committed (autocommit). It survives a crash when
- * the server says so: {@linkcode MySqlStore.durability} reads `innodb_flush_log_at_trx_commit`
- * (1 is durable; 0 loses about the last second on a crash of the server, 2 on a crash of the
- * machine), `sync_binlog` when the binary log is on (below 1, recovery can roll back commits the
- * binary log lost), `innodb_doublewrite`, and the table's engine (anything but InnoDB is not
- * crash-safe), and names the fix for each. A read-only server (a replica, `read_only`) refuses
- * writes: `"unavailable"`, retried until the caller's `timeout`. A replica promoted after
- * asynchronous replication may lack the last commits: live generators raise the counter past
- * their IDs (the guard), but a new process could repeat an ID; use semi-synchronous replication
- * (or Galera) where failover must not lose a reservation.
+ * the server says so: {@linkcode MySqlStore.durability} reads `innodb_flush_log_at_trx_commit` (1
+ * is durable; 0 loses about the last second on a crash of the server, 2 on a crash of the machine),
+ * `sync_binlog` when the binary log is on (below 1, recovery can roll back commits the binary log
+ * lost), `innodb_doublewrite`, and the table's engine (anything but InnoDB is not crash-safe), and
+ * names the fix for each. A generator reads it before its first reservation and after a reconnect;
+ * with `durability: "strict"` (the default) it refuses a server with a problem as `"config"` naming
+ * the fix, and `"best-effort"` accepts the loss. A read-only server (a replica, `read_only`)
+ * refuses writes: `"unavailable"`, retried until the caller's `timeout`. A replica promoted after
+ * asynchronous replication may lack the last commits: live generators raise the counter past their
+ * IDs (the guard), but a new process could repeat an ID; use semi-synchronous replication (or
+ * Galera) where failover must not lose a reservation.
  *
  * | the server says                                                        | code            |
  * | ---------------------------------------------------------------------- | --------------- |
@@ -135,6 +137,7 @@
 
 export { type MySqlQueryable, MySqlStore, type MySqlStoreOptions } from "./mysql_store.ts";
 export type {
+  DurabilityOptions,
   IdRange,
   Reservation,
   ReserveOptions,

@@ -7,6 +7,7 @@
 
 import { KvIdError } from "../../errors.ts";
 import type {
+  DurabilityOptions,
   IdRange,
   Reservation,
   ReserveOptions,
@@ -385,14 +386,12 @@ WHERE hash_key = ? AND name REGEXP '^[0-9]{8}$' AND name < ? AND layout IS NULL`
    * see {@linkcode StoreDurability}.
    *
    * @param key The hash key (named in errors).
-   * @param options `stated`: settings the server would not tell (read as `"unknown"`), as the
-   *   user states them; a setting the server tells wins.
+   * @param options What the generator tells; its `stated` settings (the `serverSettings` option)
+   *   stand in for a setting the server would not tell (read as `"unknown"`); a setting the server
+   *   tells wins. `replicas` does not apply.
    * @returns The settings and the problems found.
    */
-  async durability(
-    key: string,
-    options: { stated?: Readonly<Record<string, string>> } = {},
-  ): Promise<StoreDurability> {
+  async durability(key: string, options?: DurabilityOptions): Promise<StoreDurability> {
     const [schema, name] = this.#table.includes(".")
       ? this.#table.split(".")
       : [undefined, this.#table];
@@ -419,7 +418,7 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
     ) {
       settings[s] = settingText(row[s]);
     }
-    for (const [name, value] of Object.entries(options.stated ?? {})) {
+    for (const [name, value] of Object.entries(options?.stated ?? {})) {
       if (settings[name] === "unknown") settings[name] = value;
     }
     const problems: string[] = [];
@@ -446,7 +445,8 @@ CAST(@@innodb_doublewrite AS CHAR) AS innodb_doublewrite,
         `the table ${this.#table} is ENGINE=${settings.engine}, which is not crash-safe: ALTER TABLE ${this.#table} ENGINE=InnoDB`,
       );
     }
-    return { durable: problems.length === 0, settings, problems };
+    // Nothing here loses a reservation without a crash (no eviction, no expiry).
+    return { durable: problems.length === 0, settings, problems, lossWithoutCrash: false };
   }
 
   async #write(key: string, field: string, sql: string, values: unknown[]): Promise<Header> {

@@ -88,13 +88,15 @@
  * says so: {@linkcode PostgresStore.durability} reads `fsync`, `synchronous_commit`,
  * `full_page_writes` and whether the table is `UNLOGGED`, and names the fix for each that loses
  * commits (`synchronous_commit = off` loses the last moments of commits on a crash; a role or a
- * session can set it, and the store reads it in its own session). A read-only standby (or
- * `default_transaction_read_only`) refuses writes: `"unavailable"`, retried until the caller's
- * `timeout`, so a promoted standby is served as soon as it is writable. A standby promoted after
- * asynchronous replication may lack the last commits: live generators raise the counter past
- * their IDs (the guard), but a new process could repeat an ID; use synchronous replication
- * (`synchronous_standby_names` with `synchronous_commit = on` or `remote_apply`) where failover
- * must not lose a reservation: tested with a hot standby promoted after a `kill -9` of the
+ * session can set it, and the store reads it in its own session). A generator reads it before its
+ * first reservation and after a reconnect; with `durability: "strict"` (the default) it refuses a
+ * server with a problem as `"config"` naming the fix, and `"best-effort"` accepts the loss. A
+ * read-only standby (or `default_transaction_read_only`) refuses writes: `"unavailable"`, retried
+ * until the caller's `timeout`, so a promoted standby is served as soon as it is writable. A
+ * standby promoted after asynchronous replication may lack the last commits: live generators raise
+ * the counter past their IDs (the guard), but a new process could repeat an ID; use synchronous
+ * replication (`synchronous_standby_names` with `synchronous_commit = on` or `remote_apply`) where
+ * failover must not lose a reservation: tested with a hot standby promoted after a `kill -9` of the
  * primary, generators on a postgres.js client given both hosts with
  * `target_session_attrs: "read-write"` serving on, and no ID repeated, by them or by a generator
  * started after the failover.
@@ -146,6 +148,7 @@ export {
   type PostgresStoreOptions,
 } from "./postgres_store.ts";
 export type {
+  DurabilityOptions,
   IdRange,
   Reservation,
   ReserveOptions,

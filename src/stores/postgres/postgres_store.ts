@@ -7,6 +7,7 @@
 
 import { KvIdError } from "../../errors.ts";
 import type {
+  DurabilityOptions,
   IdRange,
   Reservation,
   ReserveOptions,
@@ -406,14 +407,12 @@ SELECT count(*)::text AS n FROM gone`,
    * `full_page_writes`, and whether the table is `UNLOGGED`; see {@linkcode StoreDurability}.
    *
    * @param key The hash key (named in errors).
-   * @param options `stated`: settings the server would not tell (read as `"unknown"`), as the
-   *   user states them; a setting the server tells wins.
+   * @param options What the generator tells; its `stated` settings (the `serverSettings` option)
+   *   stand in for a setting the server would not tell (read as `"unknown"`); a setting the server
+   *   tells wins. `replicas` does not apply.
    * @returns The settings and the problems found.
    */
-  async durability(
-    key: string,
-    options: { stated?: Readonly<Record<string, string>> } = {},
-  ): Promise<StoreDurability> {
+  async durability(key: string, options?: DurabilityOptions): Promise<StoreDurability> {
     const rows = await this.#query(
       key,
       "",
@@ -431,7 +430,7 @@ pg_is_in_recovery()::text AS in_recovery,
       settings[name] = settingText(row[name]);
     }
     settings.in_recovery = settingText(row.in_recovery);
-    for (const [name, value] of Object.entries(options.stated ?? {})) {
+    for (const [name, value] of Object.entries(options?.stated ?? {})) {
       if (settings[name] === "unknown") settings[name] = value;
     }
     const problems: string[] = [];
@@ -455,7 +454,8 @@ pg_is_in_recovery()::text AS in_recovery,
         `the table ${this.#table} is ${settings.table_persistence}: a crash empties it; ALTER TABLE ${this.#table} SET LOGGED`,
       );
     }
-    return { durable: problems.length === 0, settings, problems };
+    // Nothing here loses a reservation without a crash (no eviction, no expiry).
+    return { durable: problems.length === 0, settings, problems, lossWithoutCrash: false };
   }
 
   #reservation(
