@@ -297,6 +297,16 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
       assert.equal(weak.problems.length, 1, weak.problems.join("; "));
       assert.match(weak.problems[0], setting);
       assert.match(weak.problems[0], /set /, "the problem names the fix");
+      // A generator refuses such a server by default, and serves with durability: "best-effort".
+      await using strict = new KvId("order", {
+        store: h.storeAs("kvid_weak", "weak-pw", { table }),
+      });
+      await rejectsWith(strict.next(), "config", setting);
+      await using lenient = new KvId("order", {
+        store: h.storeAs("kvid_weak", "weak-pw", { table }),
+        durability: "best-effort",
+      });
+      assert.equal(await lenient.next(), 2);
     } finally {
       await undo();
     }
