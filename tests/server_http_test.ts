@@ -615,3 +615,42 @@ Deno.test("deno serve: SIGTERM answers the request in flight, then exits 0", asy
   assert.equal((await p.status).code, 0, p.stderr.join("\n"));
   assert.ok(p.stderr.some((l) => /stopped/.test(l)));
 });
+
+Deno.test("service: its generators give back on close and start from the remembered step", async (t) => {
+  await t.step(
+    "the timing wrapper forwards the store's optional methods, and only those",
+    async () => {
+      const { Entry, timedStore } = await import("../src/server/generators.ts");
+      using kv = new DenoKvStore(":memory:");
+      const entry = new Entry("ids", "x", {
+        store: kv,
+        max: 1,
+        idleMs: 1,
+        timeout: 1000,
+        timeZone: "UTC",
+      });
+      const full = timedStore(kv, entry);
+      for (const m of ["release", "loadStep", "saveStep", "deleteDaysBefore"] as const) {
+        assert.equal(typeof full[m], "function", m);
+      }
+      const bare = timedStore({ reserve: kv.reserve.bind(kv) }, entry);
+      assert.deepEqual(Object.keys(bare), ["reserve"]);
+      await entry.gen.close();
+    },
+  );
+  await t.step("on Redis: the unused tail is given back, the step is loaded", async () => {
+    await using server = await startServer();
+    await using client = await openClient("node-redis", server.url);
+    await command(server.url, "HSET", "kvid", "\0step:order", "5000");
+    const s = serveService({ redis: client.redis, tokens: TOKENS });
+    try {
+      assert.equal((await call(s.url, "/v1/ids/order?count=3")).body, "1\n2\n3\n");
+      const metrics = await call(s.url, "/metrics", { method: "GET" });
+      // Started from the remembered 5,000 rather than minStep: the first segment held 5,000.
+      assert.match(metrics.body, /^kvid_remaining\{kind="ids",name="order"\} 4997$/m);
+    } finally {
+      await s.close();
+    }
+    assert.equal(await command(server.url, "HGET", "kvid", "order"), "3");
+  });
+});

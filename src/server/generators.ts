@@ -80,24 +80,7 @@ export class Entry {
   constructor(kind: Kind, name: string, options: GeneratorsOptions) {
     this.kind = kind;
     this.name = name;
-    const inner = options.store;
-    const store: Store = {
-      reserve: async (key, field, count, reserveOptions) => {
-        const start = performance.now();
-        try {
-          const reservation = await inner.reserve(key, field, count, reserveOptions);
-          this.reservations++;
-          this.lastReservationAt = Date.now();
-          this.lastReservationMs = performance.now() - start;
-          return reservation;
-        } catch (err) {
-          this.failures++;
-          throw err;
-        } finally {
-          this.histogram.observe((performance.now() - start) / 1000);
-        }
-      },
-    };
+    const store = timedStore(options.store, this);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
     this.gen = kind === "ids"
       ? new KvId(name, { store, bigint: true, timeout: options.timeout })
@@ -147,6 +130,44 @@ export class Entry {
       day,
     };
   }
+}
+
+/**
+ * The store as `entry`'s generator sees it: `reserve` timed and counted, and every optional
+ * method the wrapped store has (give-back on close, the remembered step, day cleanup) forwarded
+ * as it is, and only those: the engine decides what to do by which methods a store has.
+ */
+export function timedStore(inner: Store, entry: Entry): Store {
+  const store: Store = {
+    reserve: async (key, field, count, reserveOptions) => {
+      const start = performance.now();
+      try {
+        const reservation = await inner.reserve(key, field, count, reserveOptions);
+        entry.reservations++;
+        entry.lastReservationAt = Date.now();
+        entry.lastReservationMs = performance.now() - start;
+        return reservation;
+      } catch (err) {
+        entry.failures++;
+        throw err;
+      } finally {
+        entry.histogram.observe((performance.now() - start) / 1000);
+      }
+    },
+  };
+  if (typeof inner.release === "function") {
+    store.release = (key, field, range) => inner.release!(key, field, range);
+  }
+  if (typeof inner.loadStep === "function") {
+    store.loadStep = (key, field) => inner.loadStep!(key, field);
+  }
+  if (typeof inner.saveStep === "function") {
+    store.saveStep = (key, field, step) => inner.saveStep!(key, field, step);
+  }
+  if (typeof inner.deleteDaysBefore === "function") {
+    store.deleteDaysBefore = (key, before) => inner.deleteDaysBefore!(key, before);
+  }
+  return store;
 }
 
 /** The registry: at most `max` live generators, the least recently used idle one evicted. */
