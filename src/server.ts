@@ -146,6 +146,8 @@ import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contra
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
 import { type Entry, Generators, type Kind } from "./server/generators.ts";
 import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
+import { processMetrics } from "./server/process_metrics.ts";
+import { toKvIdError } from "./store_errors.ts";
 import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
 import { errorResponse, text } from "./server/respond.ts";
 import { readLimited, sameOrigin } from "./server/request.ts";
@@ -193,6 +195,9 @@ const READY_TIMEOUT_MS = 1_000;
 const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
+
+/** What the readiness probe found: the store answers, does not, or refuses the configuration. */
+type Readiness = "up" | "down" | "config";
 const RETRY: ReadonlySet<string> = new Set([
   "timeout",
   "connection",
@@ -286,7 +291,11 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       : () => {
         for (const e of generators.entries()) {
-          if (e.snapshot(Date.now()).lastError !== null) throw new Error("the store fails");
+          const last = e.snapshot(Date.now()).lastError;
+          if (last !== null) {
+            const code = last.startsWith("config:") ? "config" : "connection";
+            throw new KvIdError(code, "the store fails", { key: "kvid", field: e.name });
+          }
         }
         return Promise.resolve();
       });
@@ -295,7 +304,7 @@ export function createHandler(options: ServiceOptions): IdService {
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
-  const ready = async (): Promise<boolean> => {
+  const ready = async (): Promise<Readiness> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       await Promise.race([
@@ -304,9 +313,11 @@ export function createHandler(options: ServiceOptions): IdService {
           timer = setTimeout(() => reject(new Error("slow")), READY_TIMEOUT_MS);
         }),
       ]);
-      return true;
-    } catch {
-      return false;
+      return "up";
+    } catch (err) {
+      // The probe's own words (a reply error of the client) or the generators' last error.
+      const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
+      return kvid.code === "config" ? "config" : "down";
     } finally {
       clearTimeout(timer);
     }
@@ -397,15 +408,25 @@ export function createHandler(options: ServiceOptions): IdService {
   }
 
   function failure(err: unknown, entry: Entry): Response {
+    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
+      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
+      generators.drop(entry);
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
+    entry.failedRequests++;
     if (err instanceof KvIdError && RETRY.has(err.code)) {
       return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
         "retry-after": "1",
       });
     }
-    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
-      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
-      generators.drop(entry);
-      return errorResponse(400, "bad_name", "the name is too long for this store");
+    if (err instanceof KvIdError && err.code === "config") {
+      logFailure(err, entry);
+      return errorResponse(
+        500,
+        "store_config",
+        "the ID store refuses this service's configuration (credentials, permissions or a " +
+          "command it needs): the operator must fix it; see the service log",
+      );
     }
     if (err instanceof KvIdError && err.code === "overflow" && entry.kind === "daily") {
       const ends = (entry.gen as unknown as { stats(): { dayEndsAt?: number } }).stats()
@@ -415,12 +436,16 @@ export function createHandler(options: ServiceOptions): IdService {
         "retry-after": String(wait),
       });
     }
+    logFailure(err, entry);
+    return errorResponse(500, "internal", "the ID could not be made; see the service log");
+  }
+
+  function logFailure(err: unknown, entry: Entry): void {
     log(
       `kvid service: ${entry.kind} ${JSON.stringify(entry.name.slice(0, 100))} failed: ${
         err instanceof Error ? `${err.name}: ${err.message}` : String(err)
       }`,
     );
-    return errorResponse(500, "internal", "the ID could not be made; see the service log");
   }
 
   async function page(req: Request, path: string): Promise<Response> {
@@ -449,7 +474,7 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       const form = await readLimited(req, MAX_FORM_BYTES);
       if (form === undefined) {
-        return errorResponse(429, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
+        return errorResponse(413, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
       }
       const token = new URLSearchParams(form).get("token") ?? "";
       const scope = auth === undefined ? "*" : auth.check(token);
@@ -462,27 +487,43 @@ export function createHandler(options: ServiceOptions): IdService {
     const scope = auth === undefined ? "*" : sessions.fromRequest(req);
     if (scope === undefined) return html(200, loginPage(false));
     const now = Date.now();
-    const all = [...generators.entries()];
-    const rows = all.filter((e) => inScope(scope, e.name)).map((e) => e.snapshot(now))
+    const visible = visibleEntries(scope);
+    const rows = visible.map((e) => e.snapshot(now))
       .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.kind < b.kind ? -1 : 1);
     return html(
       200,
-      statusPage(rows, generators.rates.series(now), {
+      statusPage(rows, chartSeries(scope, visible, now), {
         store: storeLabel,
         ready: await ready(),
         nowMs: now,
-        hidden: all.length - rows.length,
       }),
     );
   }
 
+  /** The live generators whose names `scope` covers. */
+  function visibleEntries(scope: Scope): Entry[] {
+    const all = [...generators.entries()];
+    return scope === "*" ? all : all.filter((e) => inScope(scope, e.name));
+  }
+
+  /**
+   * IDs/s of the last 5 minutes: all of them for a token of every name (closed generators'
+   * traffic included), else the sum of the generators it may see.
+   */
+  function chartSeries(scope: Scope, visible: Entry[], now: number): number[] {
+    if (scope === "*") return generators.rates.series(now);
+    const sum = generators.rates.series(now).fill(0);
+    for (const e of visible) e.rates.series(now).forEach((n, i) => sum[i] += n);
+    return sum;
+  }
+
   async function route(req: Request): Promise<Response> {
     if (req.url.length > MAX_URL_LENGTH) {
-      return errorResponse(429, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
+      return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
     }
     const length = req.headers.get("content-length");
     if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {
-      return errorResponse(429, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
+      return errorResponse(413, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
     }
     // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
     // ID does, and would resolve dot segments of a name.
@@ -505,16 +546,26 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       if (path === "/healthz") return text(200, "ok\n");
       if (path === "/readyz") {
-        return await ready()
-          ? text(200, "ready\n")
-          : text(503, "not ready: the store does not answer\n", {
-            "retry-after": "1",
-          });
+        const state = await ready();
+        if (state === "up") return text(200, "ready\n");
+        return text(
+          503,
+          state === "config"
+            ? "not ready: the store refuses this service's configuration (credentials, " +
+              "permissions or a command it needs): fix it, see the service log\n"
+            : "not ready: the store does not answer\n",
+          { "retry-after": "1" },
+        );
       }
-      if (scopeOf(req) === undefined) return unauthorized();
-      return text(200, renderMetrics([...generators.entries()], http, Date.now()), {
-        "content-type": "text/plain; version=0.0.4; charset=utf-8",
-      });
+      const scope = scopeOf(req);
+      if (scope === undefined) return unauthorized();
+      const state = await ready();
+      const metrics = renderMetrics(visibleEntries(scope), http, {
+        storeUp: state === "up",
+        storeConfigError: state === "config",
+        extra: [...processMetrics(), ...(options.metrics?.() ?? [])],
+      }, Date.now());
+      return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
     }
     if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);
     return errorResponse(404, "not_found", "no such endpoint");

@@ -256,8 +256,8 @@ Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
     assertError(h, 405, "method_not_allowed");
     assert.equal(h.headers.get("allow"), "GET, HEAD");
   });
-  await t.step("429 request_too_large: a huge URL or body", async () => {
-    assertError(await call(s.url, `/v1/ids/${"n".repeat(20_000)}`), 429, "request_too_large");
+  await t.step("414 and 413 request_too_large: a huge URL or body", async () => {
+    assertError(await call(s.url, `/v1/ids/${"n".repeat(20_000)}`), 414, "request_too_large");
     const res = await fetch(`${s.url}/v1/ids/order`, {
       method: "POST",
       headers: { authorization: `Bearer ${ALL}` },
@@ -265,7 +265,7 @@ Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
     });
     assertError(
       { status: res.status, headers: res.headers, body: await res.text() },
-      429,
+      413,
       "request_too_large",
     );
   });
@@ -338,7 +338,7 @@ Deno.test("service: tokens (401, 403), never echoed or logged; no start without 
       const big = await login(endless);
       assertError(
         { status: big.status, headers: big.headers, body: await big.text() },
-        429,
+        413,
         "request_too_large",
       );
       const forged = await fetch(`${s.url}/login`, {
@@ -629,11 +629,11 @@ Deno.test("service: its generators give back on close and start from the remembe
         timeout: 1000,
         timeZone: "UTC",
       });
-      const full = timedStore(kv, entry);
+      const full = timedStore(kv, entry, 1000);
       for (const m of ["release", "loadStep", "saveStep", "deleteDaysBefore"] as const) {
         assert.equal(typeof full[m], "function", m);
       }
-      const bare = timedStore({ reserve: kv.reserve.bind(kv) }, entry);
+      const bare = timedStore({ reserve: kv.reserve.bind(kv) }, entry, 1000);
       assert.deepEqual(Object.keys(bare), ["reserve"]);
       await entry.gen.close();
     },
@@ -653,4 +653,106 @@ Deno.test("service: its generators give back on close and start from the remembe
     }
     assert.equal(await command(server.url, "HGET", "kvid", "order"), "3");
   });
+});
+
+/** The value of one sample of `/metrics` text, e.g. `kvid_store_up` or `x{name="a"}`. */
+function sample(metrics: string, series: string): number | undefined {
+  for (const line of metrics.split("\n")) {
+    if (line.startsWith(series + " ")) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
+Deno.test("service: an outage counts as failures everywhere an alert looks", async () => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  proxy.pause(); // unreachable from the start, as a service started before its Redis
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const env = new Map([["KVID_REDIS_URL", proxy.url], ["KVID_TOKENS", TOKENS]]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService({ ...config.options, timeout: 300 });
+    for (let i = 0; i < 3; i++) {
+      const a = await call(s.url, "/v1/ids/order");
+      assertError(a, 503, "unavailable");
+      assert.match(a.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/);
+    }
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, 'kvid_request_failures_total{kind="ids",name="order"}'), 3);
+    assert.ok(sample(m, 'kvid_reservation_failures_total{kind="ids",name="order"}')! >= 1, m);
+    assert.equal(sample(m, "kvid_store_up"), 0);
+    assert.equal(sample(m, "kvid_store_config_error"), 0);
+    assert.equal(sample(m, 'kvid_http_responses_total{code="503"}'), 3);
+    proxy.resume();
+    let status = 0;
+    for (const until = performance.now() + 20_000; status !== 200 && performance.now() < until;) {
+      status = (await call(s.url, "/v1/ids/order")).status;
+    }
+    assert.equal(status, 200);
+    const after = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(after, "kvid_store_up"), 1);
+  } finally {
+    await config.close();
+  }
+});
+
+Deno.test("service: a wrong Redis password is a configuration error, named as such", async () => {
+  await using server = await startServer({ password: "right-password-0123" });
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const url = new URL(server.url);
+  url.password = "wrong-password-0123";
+  const env = new Map([["KVID_REDIS_URL", url.toString()], ["KVID_TOKENS", TOKENS]]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService({ ...config.options, timeout: 1000 });
+    const a = await call(s.url, "/v1/ids/order");
+    assertError(a, 500, "store_config");
+    assert.ok(!a.body.includes("wrong-password"));
+    const r = await call(s.url, "/readyz", { method: "GET", token: null });
+    assert.equal(r.status, 503);
+    assert.match(r.body, /configuration/);
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, "kvid_store_up"), 0);
+    assert.equal(sample(m, "kvid_store_config_error"), 1);
+    assert.equal(sample(m, 'kvid_request_failures_total{kind="ids",name="order"}'), 1);
+    assert.ok(!s.logged.join("\n").includes("wrong-password"));
+  } finally {
+    await config.close();
+  }
+});
+
+Deno.test("service: a scoped token sees only its names (metrics, page, chart)", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS });
+  await call(s.url, "/v1/ids/order?count=7");
+  await call(s.url, "/v1/ids/secret-name?count=10000");
+  await call(s.url, "/v1/daily/other-secret");
+  const scoped = (await call(s.url, "/metrics", { method: "GET", token: ORDERS })).body;
+  assert.equal(sample(scoped, 'kvid_ids_issued_total{kind="ids",name="order"}'), 7);
+  assert.doesNotMatch(scoped, /secret/);
+  assert.equal(sample(scoped, "kvid_generators"), 1);
+  const all = (await call(s.url, "/metrics", { method: "GET" })).body;
+  assert.match(all, /secret-name/);
+  assert.equal(sample(all, "kvid_generators"), 3);
+  // Process and build metrics, for every token.
+  assert.equal(sample(scoped, "process_open_fds")! > 0, true);
+  assert.match(scoped, /^kvid_build_info\{version="[^"]+",runtime="deno",/m);
+  // The page of the scoped token: its rows, and a chart of its traffic (7 IDs/s at most).
+  const login = await fetch(`${s.url}/login`, {
+    method: "POST",
+    body: new URLSearchParams({ token: ORDERS }),
+    redirect: "manual",
+  });
+  await login.body?.cancel();
+  const cookie = login.headers.get("set-cookie")!.split(";")[0];
+  // The chart covers full seconds only: read it until the second of the requests is in it.
+  let peak = 0;
+  let html = "";
+  for (const until = performance.now() + 5_000; peak === 0 && performance.now() < until;) {
+    html = await (await fetch(`${s.url}/`, { headers: { cookie } })).text();
+    peak = Number(/peak (\d+)/.exec(html)?.[1]);
+    if (peak === 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(peak, 7, html);
+  assert.doesNotMatch(html, /secret/);
 });

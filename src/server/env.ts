@@ -106,7 +106,7 @@ type NodeRedisClient = {
   connect(): Promise<unknown>;
   ping(): Promise<unknown>;
   destroy(): void;
-  on(event: string, listener: (err: unknown) => void): unknown;
+  on(event: string, listener: (err?: unknown) => void): unknown;
 };
 
 // node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
@@ -115,21 +115,31 @@ function connectNodeRedis(url: string, timeout: number) {
   redactUrl(url);
   let client: Promise<NodeRedisClient> | undefined;
   let lastLogged = 0;
+  let lastError: unknown;
+  // node-redis sleeps between reconnection attempts on a timer destroy() does not cancel:
+  // close() outlasts it, so nothing of the client runs after close.
+  let retryAt = 0;
   const open = () =>
     client ??= import("redis").then(({ createClient }) => {
       const c = createClient({
         url,
         socket: {
           connectTimeout: Math.min(timeout, 5_000),
-          reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2_000),
+          reconnectStrategy: (n: number) => {
+            const wait = Math.min(50 * 2 ** Math.min(n, 6), 2_000);
+            retryAt = Date.now() + wait;
+            return wait;
+          },
         },
       }) as unknown as NodeRedisClient;
       c.on("error", (err) => {
+        lastError = err;
         // Once every 10 s at most: a Redis outage must not flood the log.
         if (Date.now() - lastLogged < 10_000) return;
         lastLogged = Date.now();
         console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
       });
+      c.on("ready", () => lastError = undefined);
       c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
       return c;
     });
@@ -138,11 +148,16 @@ function connectNodeRedis(url: string, timeout: number) {
     source,
     ping: async () => {
       const c = await open();
-      if (!c.isReady) throw new Error("not connected");
+      // The client's last error says why (a refused password is a reply error, which the
+      // readiness probe reports as a configuration error, not as a store that does not answer).
+      if (!c.isReady) throw lastError ?? new Error("not connected");
       await c.ping();
     },
     close: async () => {
-      if (client !== undefined) (await client).destroy();
+      if (client === undefined) return;
+      (await client).destroy();
+      const left = retryAt - Date.now();
+      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left + 10));
     },
   };
 }

@@ -22,7 +22,10 @@ export interface GeneratorSnapshot {
   /** IDs handed out by this service. */
   issued: number;
   reservations: number;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures: number;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests: number;
   stalls: number;
   rollbacks: number;
   step: number;
@@ -63,10 +66,14 @@ export class Entry {
   readonly name: string;
   readonly gen: Generator;
   readonly histogram: Histogram = new Histogram();
-  readonly rates: RateRing = new RateRing(11);
+  /** IDs per second of this generator over the last 5 minutes (the chart of a scoped token). */
+  readonly rates: RateRing = new RateRing(301);
   issued = 0;
   reservations = 0;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures = 0;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests = 0;
   rollbacks = 0;
   pending = 0;
   lastUsed = 0;
@@ -80,7 +87,7 @@ export class Entry {
   constructor(kind: Kind, name: string, options: GeneratorsOptions) {
     this.kind = kind;
     this.name = name;
-    const store = timedStore(options.store, this);
+    const store = timedStore(options.store, this, options.timeout);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
     this.gen = kind === "ids"
       ? new KvId(name, { store, bigint: true, timeout: options.timeout })
@@ -119,6 +126,7 @@ export class Entry {
       issued: this.issued,
       reservations: this.reservations,
       failures: this.failures,
+      failedRequests: this.failedRequests,
       stalls,
       rollbacks: this.rollbacks,
       step,
@@ -137,10 +145,17 @@ export class Entry {
  * method the wrapped store has (give-back on close, the remembered step, day cleanup) forwarded
  * as it is, and only those: the engine decides what to do by which methods a store has.
  */
-export function timedStore(inner: Store, entry: Entry): Store {
+export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store {
   const store: Store = {
     reserve: async (key, field, count, reserveOptions) => {
       const start = performance.now();
+      // A reservation still unanswered when the requests waiting for it gave up (a store that
+      // hangs, a client queueing commands while it reconnects) is a failure then, not never.
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        entry.failures++;
+      }, timeoutMs);
       try {
         const reservation = await inner.reserve(key, field, count, reserveOptions);
         entry.reservations++;
@@ -148,9 +163,10 @@ export function timedStore(inner: Store, entry: Entry): Store {
         entry.lastReservationMs = performance.now() - start;
         return reservation;
       } catch (err) {
-        entry.failures++;
+        if (!late) entry.failures++;
         throw err;
       } finally {
+        clearTimeout(timer);
         entry.histogram.observe((performance.now() - start) / 1000);
       }
     },

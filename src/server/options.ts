@@ -59,6 +59,11 @@ export interface ServiceOptions {
   idleMs?: number;
   /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
   timeout?: number;
+  /**
+   * More Prometheus series for `GET /metrics`, rendered lines (`# HELP`, `# TYPE`, samples), e.g.
+   * the listener's connection counters. Default none.
+   */
+  metrics?: () => string[];
   /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
   log?: (line: string) => void;
 }

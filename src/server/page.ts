@@ -52,14 +52,15 @@ ${failed ? '<p class="err" role="alert">That token is not valid.</p>' : ""}</div
 
 /** An SVG line chart of `series` (one value per second, oldest first). */
 function rateChart(series: number[], width = 720, height = 140): string {
-  let max = 1;
-  for (const v of series) if (v > max) max = v;
+  let peak = 0;
+  for (const v of series) if (v > peak) peak = v;
+  const max = Math.max(peak, 1);
   const step = series.length > 1 ? width / (series.length - 1) : width;
   const points = series.map((v, i) =>
     `${(i * step).toFixed(1)},${(height - (v / max) * (height - 10)).toFixed(1)}`
   ).join(" ");
   const label = `IDs per second over the last ${Math.round(series.length / 60)} minutes, peak ${
-    Math.round(max)
+    Math.round(peak)
   }`;
   return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height + 18}" width="100%"
 role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>
@@ -83,30 +84,35 @@ function ago(ms: number | null, nowMs: number): string {
 export function statusPage(
   rows: GeneratorSnapshot[],
   series: number[],
-  info: { store: string; ready: boolean; nowMs: number; hidden: number },
+  info: { store: string; ready: "up" | "down" | "config"; nowMs: number },
 ): string {
   const body = rows.map((r) =>
     `<tr><td>${escapeHtml(r.name)}</td><td>${r.kind}${r.day ? ` ${r.day}` : ""}</td>
 <td>${r.step}</td><td>${r.remaining}</td><td>${r.rate.toFixed(1)}</td><td>${r.issued}</td>
 <td>${ago(r.lastReservationAt, info.nowMs)}</td><td>${
       r.lastReservationMs === null ? "" : `${r.lastReservationMs.toFixed(1)} ms`
-    }</td><td>${r.failures}</td><td>${r.stalls}</td><td>${r.rollbacks}</td>
+    }</td><td>${r.failedRequests}</td><td>${r.failures}</td><td>${r.stalls}</td><td>${r.rollbacks}</td>
 <td class="err">${r.lastError === null ? "" : escapeHtml(r.lastError.slice(0, 200))}</td></tr>`
   ).join("\n");
   return layout(
     "kvid: status",
     `<h1>kvid ID service</h1>
-<p class="sub">Store: ${escapeHtml(info.store)}, <span class="${info.ready ? "ok" : "err"}">${
-      info.ready ? "answering" : "not answering"
-    }</span>. ${rows.length} live generator${rows.length === 1 ? "" : "s"}${
-      info.hidden > 0 ? ` (${info.hidden} outside this token's scope)` : ""
-    }. Refreshes every 5 s.
+<p class="sub">Store: ${escapeHtml(info.store)}, <span class="${
+      info.ready === "up" ? "ok" : "err"
+    }">${
+      info.ready === "up"
+        ? "answering"
+        : info.ready === "config"
+        ? "refusing this service's configuration (credentials, permissions): see the log"
+        : "not answering"
+    }</span>. ${rows.length} live generator${rows.length === 1 ? "" : "s"}. Refreshes every 5 s.
 <form method="post" action="/logout"><button type="submit">Sign out</button></form></p>
 <div class="card">${rateChart(series)}</div>
 <table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>
-<th>issued</th><th>last reservation</th><th>latency</th><th>failures</th><th>stalls</th>
-<th>rollbacks</th><th>last error</th></tr></thead>
-<tbody>${body || '<tr><td colspan="12">No generator yet.</td></tr>'}</tbody></table>`,
+<th>issued</th><th>last reservation</th><th>latency</th><th title="requests answered 5xx">failed
+requests</th><th title="reservations failed or unanswered within the timeout">failed
+reservations</th><th>stalls</th><th>rollbacks</th><th>last error</th></tr></thead>
+<tbody>${body || '<tr><td colspan="13">No generator yet.</td></tr>'}</tbody></table>`,
     true,
   );
 }

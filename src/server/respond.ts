@@ -16,6 +16,7 @@ export type ServiceErrorCode =
   | "too_many_generators"
   | "request_too_large"
   | "unavailable"
+  | "store_config"
   | "shutting_down"
   | "internal";
 
