@@ -650,7 +650,17 @@ function exitOnSignals(): void {
 }
 
 if (import.meta.main) {
-  fromEnv(); // refuse to start now, not at the first request, when misconfigured
+  try {
+    fromEnv(); // refuse to start now, not at the first request, when misconfigured
+  } catch (err) {
+    // One line, no stack: the mistake and the fix are in the message.
+    console.error(
+      `kvid service: ${
+        (err instanceof Error ? err.message : String(err)).replace(/^kvid service: /, "")
+      }`,
+    );
+    Deno.exit(78);
+  }
   exitOnSignals();
 }
 
@@ -669,6 +679,17 @@ const server: Deno.ServeDefaultExport = {
   fetch: (req) => fromEnv().service.fetch(req),
   onListen: (addr) => {
     const { hostname, port } = addr as Deno.NetAddr;
+    if (
+      fromEnv().config.options.auth === "none" && !/^(127\.|::1$|localhost$)/.test(hostname) &&
+      !/^(1|true|yes)$/i.test(Deno.env.get("KVID_OPEN_NETWORK") ?? "")
+    ) {
+      // `deno serve` binds 0.0.0.0 unless told otherwise: an open service must not be reachable.
+      console.error(
+        `kvid service: KVID_AUTH=none listens on loopback only, not ${hostname}: pass ` +
+          "--host 127.0.0.1, set tokens (KVID_TOKENS), or KVID_OPEN_NETWORK=1 on purpose",
+      );
+      Deno.exit(78);
+    }
     console.error(`kvid service: listening on http://${hostname}:${port}/`);
   },
 };
