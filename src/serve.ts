@@ -179,19 +179,20 @@ export function serveFromEnv(
 ): RunningService {
   const where = listenConfig(args, get);
   const config: EnvConfig = optionsFromEnv(get);
-  let listener: Listener | undefined;
+  // The handler's /metrics shows the listener's counters; the listener is made after it.
+  const late: { listener?: Listener } = {};
   let service: IdService;
   try {
     service = createHandler({
       ...config.options,
       log,
-      metrics: () => listener?.metrics() ?? [],
+      metrics: () => late.listener?.metrics() ?? [],
     });
   } catch (err) {
     void config.close();
     throw err;
   }
-  listener = listen({
+  const l = late.listener = listen({
     hostname: where.hostname,
     port: where.port,
     handler: service.fetch,
@@ -202,7 +203,6 @@ export function serveFromEnv(
       log(`kvid service: listening on http://${shown}:${port}/`);
     },
   });
-  const l = listener;
   let stopped: Promise<void> | undefined;
   return {
     listener: l,

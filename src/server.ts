@@ -1,14 +1,21 @@
 /**
  * The ID service: IDs over HTTP for any language, on the same engine as `KvId` and `DailyId`.
  *
- * Run it with `deno serve` (configured from the environment, see {@linkcode optionsFromEnv}):
+ * Run it as a program (configured from the environment, see {@linkcode optionsFromEnv}; host,
+ * port and connection limits from flags or `KVID_HOST`/`KVID_PORT`, see `@kvid/core/serve`):
  *
  * ```sh
- * KVID_TOKENS="$(openssl rand -hex 24):*" deno serve -A --unstable-kv jsr:@kvid/core/server
+ * export TOKEN="$(openssl rand -hex 24)"   # the clients' token: keep it
+ * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 \
+ *   deno run -A --unstable-kv jsr:@kvid/core/serve --host 127.0.0.1 --port 8000
  * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
  * ```
  *
- * or embed it in an app with {@linkcode createHandler}.
+ * (`deno task serve --host 127.0.0.1 --port 8000` in this repository), or embed it in an app
+ * with {@linkcode createHandler}. `deno serve -A --unstable-kv jsr:@kvid/core/server` serves the
+ * same handler through `Deno.serve`, which has no header or idle timeout and exits when file
+ * descriptors run out (see `@kvid/core/serve`): fine behind a proxy that has them (and on Deno
+ * Deploy), not facing the network.
  *
  * (Over 500 lines with the documentation below; the code is one handler, a closure over one
  * service's state. Configuration from the environment, request reading, responses, auth,
@@ -24,13 +31,14 @@
  * `deno serve`, with token auth, Prometheus metrics and a live status page.
  *
  * ```sh
+ * export TOKEN="$(openssl rand -hex 24)"
  * # Deno KV (a local file, no Redis needed):
- * KVID_TOKENS="$(openssl rand -hex 24):*" KVID_KV_PATH=./ids.sqlite3 \
- *   deno serve -A --unstable-kv jsr:@kvid/core/server
- * # Redis or Kvrocks:
- * KVID_TOKENS="$ORDERS_TOKEN:order|invoice,$ADMIN_TOKEN:*" KVID_REDIS_URL=redis://127.0.0.1:6379 \
- *   deno serve -A --unstable-kv --port 8000 jsr:@kvid/core/server
- * deno task serve                    # in this repository (same environment variables)
+ * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 deno run -A --unstable-kv jsr:@kvid/core/serve
+ * # Redis or Kvrocks, two tokens:
+ * export ORDERS_TOKEN="$(openssl rand -hex 24)"
+ * KVID_TOKENS="$ORDERS_TOKEN:order|invoice,$TOKEN:*" KVID_REDIS_URL=redis://127.0.0.1:6379 \
+ *   deno run -A --unstable-kv jsr:@kvid/core/serve --port 8000
+ * deno task serve --port 8000        # in this repository (same flags and variables)
  * ```
  *
  * | variable              | meaning                                                                                                    |
@@ -42,6 +50,7 @@
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
  * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
+ * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
  *
  * | endpoint                                   | answer                                                                                       |
  * | ------------------------------------------ | -------------------------------------------------------------------------------------------- |
@@ -49,19 +58,21 @@
  * | the same with `Accept: application/json`   | `{"name": "order", "ids": ["1", "2"]}`: IDs as strings, exact to 2^63-1                      |
  * | `POST` (or `GET`) `/v1/daily/{name}`       | `DailyId` serials, `yyyymmdd` + 6-digit seq (`20261201000001`), same formats                 |
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
- * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s), else 503 (no token)             |
- * | `GET /metrics`                             | Prometheus text, a token of any scope                                                        |
+ * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s), else 503 saying whether the store does not answer or refuses the configuration (no token) |
+ * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
  * | `GET /`                                    | the status page (below)                                                                      |
  *
  * Errors are `{"error": {"code", "message"}}` with a status: 400 `bad_name` (the rules of `KvId`:
  * non-empty, well-formed Unicode, at most 4,096 UTF-8 bytes, one path segment, percent-encoded UTF-8,
  * not `.` or `..`; Deno KV keys stop at 2 KiB) or `bad_count`; 401 `unauthorized` with
  * `WWW-Authenticate: Bearer`; 403 `forbidden` (a name outside the token's names); 404; 405 with
- * `Allow`; 429 `too_many_generators` (a generator unused for a minute is closed to make room first;
- * its unused IDs are skipped) or `request_too_large` (a URL over 16 KiB, a body over 64 KiB; ID
- * requests never read their body); 503 `unavailable` with `Retry-After` when no ID is buffered and the
- * store fails or hangs for the timeout (and `shutting_down` while stopping); 500 `internal` otherwise,
- * logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
+ * `Allow`; 414 `request_too_large` (a URL over 16 KiB) and 413 (a body over 64 KiB; ID requests
+ * never read their body); 429 `too_many_generators` (a generator unused for a minute is closed to
+ * make room first; its unused IDs are skipped); 503 `unavailable` with `Retry-After` when no ID is
+ * buffered and the store fails or hangs for the timeout (and `shutting_down` while stopping); 500
+ * `store_config` when the store refuses the service's configuration (a wrong password, a user
+ * without the permissions, a command renamed away: waiting does not fix it); 500 `internal`
+ * otherwise, logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
  * SIGTERM (or SIGINT) the service turns new requests away with 503, answers those in flight, closes
  * its generators and its client, and exits 0.
  *
@@ -101,11 +112,18 @@
  * reserves its own segments, so IDs stay unique and trend upwards, not strictly increasing across
  * isolates. (Not tried on Deploy from this repository's CI.)
  *
- * **Metrics** (`kind` and `name` labels per generator): `kvid_ids_issued_total`,
- * `kvid_reservations_total`, `kvid_reservation_failures_total`, `kvid_stalls_total`,
- * `kvid_rollbacks_total`, `kvid_step`, `kvid_remaining`, the histogram
- * `kvid_reservation_duration_seconds`; and `kvid_generators`, `kvid_http_requests_in_flight`,
- * `kvid_http_responses_total{code}`.
+ * **Metrics** (`kind` and `name` labels per generator, only the names the token may see):
+ * `kvid_ids_issued_total`, `kvid_reservations_total`, `kvid_reservation_failures_total` (failed,
+ * or unanswered within the timeout), `kvid_request_failures_total` (requests answered 5xx for want
+ * of the store: alert on this one), `kvid_stalls_total`, `kvid_rollbacks_total`, `kvid_step`,
+ * `kvid_remaining`, the histogram `kvid_reservation_duration_seconds`; and `kvid_store_up`,
+ * `kvid_store_config_error`, `kvid_generators`, `kvid_http_requests_in_flight`,
+ * `kvid_http_responses_total{code}`, `kvid_build_info{version,runtime,runtime_version}`,
+ * `process_start_time_seconds`, `process_cpu_seconds_total`, `process_resident_memory_bytes`,
+ * `process_heap_bytes`, `process_open_fds`, `process_max_fds` (where the runtime offers them);
+ * behind `@kvid/core/serve` also `kvid_http_connections`, `kvid_http_connections_max`,
+ * `kvid_http_connections_accepted_total`, `kvid_http_connections_closed_total{reason}` and
+ * `kvid_http_accept_errors_total`.
  *
  * **Status page**: `/` asks for a token in a form (a POST, so it never sits in a URL or a log) and
  * then keeps only a random session id in an `HttpOnly; SameSite=Strict` cookie (`Secure` over https,

@@ -107,7 +107,6 @@ type LimitName =
   | "maxHeaderBytes"
   | "maxBodyBytes";
 
-const CRLF2 = [13, 10, 13, 10];
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const REASONS: Record<number, string> = {
   100: "Continue",
