@@ -163,7 +163,7 @@ import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
 import { type Entry, Generators, type Kind } from "./server/generators.ts";
-import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
+import { escapeLabel, type HttpCounters, renderMetrics } from "./server/metrics.ts";
 import { processMetrics } from "./server/process_metrics.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
@@ -171,6 +171,8 @@ import { errorResponse, text } from "./server/respond.ts";
 import { readLimited, sameOrigin } from "./server/request.ts";
 import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
 import type { ServiceOptions } from "./server/options.ts";
+import type { ReleaseResponse, SegmentResponse, StepBody } from "./client/types.ts";
+import { checkName } from "./validate.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
@@ -213,6 +215,17 @@ const READY_TIMEOUT_MS = 1_000;
 const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
+const MAX_ID = (1n << 63n) - 1n;
+/** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
+const SEGMENT_KEY = "kvid";
+
+/** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
+class CappedCounts extends Map<string, number> {
+  override set(name: string, n: number): this {
+    if (!this.has(name) && this.size >= 10_000) this.delete(this.keys().next().value!);
+    return super.set(name, n);
+  }
+}
 
 /** What the readiness probe found: the store answers, does not, or refuses the configuration. */
 type Readiness = "up" | "down" | "config";
@@ -291,13 +304,18 @@ export function createHandler(options: ServiceOptions): IdService {
     }
     return v;
   };
+  const timeout = positive("timeout", options.timeout, 5_000);
+  const maxSegment = positive("maxSegment", options.maxSegment, 1_000_000);
   const generators = new Generators({
     store,
     max: positive("maxGenerators", options.maxGenerators, 1_000),
     idleMs: positive("idleMs", options.idleMs, 60_000),
-    timeout: positive("timeout", options.timeout, 5_000),
+    timeout,
     timeZone,
   });
+  // Segments served to other processes (HttpStore) and failed, by name.
+  const segmentsServed = new CappedCounts();
+  const segmentFailures = new CappedCounts();
   const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
   const redis = options.redis;
   const readyProbe = options.ready ??
@@ -423,6 +441,215 @@ export function createHandler(options: ServiceOptions): IdService {
     res.headers.set("content-type", json ? JSON_TYPE : TEXT_TYPE);
     res.headers.set("cache-control", "no-store");
     return res;
+  }
+
+  /** The name of a path segment, or a 400 answer. */
+  function nameOf(rest: string): string | Response {
+    let name: string;
+    try {
+      if (rest.includes("/")) throw new URIError("a slash");
+      name = decodeURIComponent(rest);
+    } catch {
+      return errorResponse(
+        400,
+        "bad_name",
+        "the name is not valid percent-encoded UTF-8 in one path segment",
+      );
+    }
+    if (name === "." || name === "..") {
+      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
+    }
+    try {
+      checkName("the", "name", name);
+    } catch (err) {
+      return errorResponse(400, "bad_name", `bad name: ${(err as Error).message.slice(4)}`);
+    }
+    return name;
+  }
+
+  /**
+   * `/v1/segments/{name}[/release|/step]`: the store's own operations for a `KvId` in another
+   * process (`HttpStore`), on the counter `name` of the service's hash, within the token's scope.
+   */
+  async function segments(req: Request, rest: string): Promise<Response> {
+    const slash = rest.indexOf("/");
+    const op = slash < 0 ? "" : rest.slice(slash + 1);
+    if (op !== "" && op !== "release" && op !== "step") {
+      return errorResponse(404, "not_found", "no such endpoint");
+    }
+    const allow = op === "step" ? "GET, PUT" : "POST";
+    if (!allow.split(", ").includes(req.method)) {
+      return errorResponse(405, "method_not_allowed", `use ${allow}`, { allow });
+    }
+    const scope = scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    const name = nameOf(slash < 0 ? rest : rest.slice(0, slash));
+    if (typeof name !== "string") return name;
+    if (!inScope(scope, name)) {
+      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
+    }
+    let body: Record<string, unknown> = {};
+    if (req.method !== "GET") {
+      const text = await readLimited(req, MAX_FORM_BYTES);
+      if (text === undefined) {
+        return errorResponse(413, "request_too_large", `the body is over ${MAX_FORM_BYTES} bytes`);
+      }
+      try {
+        const parsed = JSON.parse(text === "" ? "{}" : text);
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw 0;
+        body = parsed;
+      } catch {
+        return errorResponse(400, "bad_segment", "the body is not a JSON object");
+      }
+    }
+    const bad = (message: string) => errorResponse(400, "bad_segment", message);
+    const decimal = (v: unknown, what: string): bigint | Response => {
+      if (v === undefined) return 0n;
+      if (typeof v !== "string" || !/^(0|[1-9][0-9]{0,18})$/.test(v) || BigInt(v) > MAX_ID) {
+        return bad(`${what} must be a decimal string from 0 to 2^63-1`);
+      }
+      return BigInt(v);
+    };
+    const json = (value: unknown) => {
+      const res = new Response(JSON.stringify(value) + "\n");
+      res.headers.set("content-type", JSON_TYPE);
+      res.headers.set("cache-control", "no-store");
+      return res;
+    };
+    const notOffered = () =>
+      errorResponse(501, "not_implemented", "this service's store does not offer that");
+    try {
+      if (op === "") {
+        const count = body.count;
+        if (!Number.isInteger(count) || (count as number) < 1 || (count as number) > maxSegment) {
+          return bad(`count must be an integer from 1 to ${maxSegment}`);
+        }
+        const floor = decimal(body.floor, "floor");
+        if (typeof floor !== "bigint") return floor;
+        const raiseTo = decimal(body.raiseTo ?? body.floor, "raiseTo");
+        if (typeof raiseTo !== "bigint") return raiseTo;
+        if (body.guard !== undefined && typeof body.guard !== "boolean") {
+          return bad("guard must be true or false");
+        }
+        const reservation = await bounded(
+          store.reserve(SEGMENT_KEY, name, count as number, {
+            floor,
+            raiseTo,
+            guard: body.guard !== false,
+            exact: true,
+          }),
+        );
+        segmentsServed.set(name, (segmentsServed.get(name) ?? 0) + 1);
+        const answer: SegmentResponse = {
+          name,
+          ranges: reservation.ranges.map((r) => ({ first: String(r.first), last: String(r.last) })),
+          raised: reservation.raised,
+        };
+        return json(answer);
+      }
+      if (op === "release") {
+        if (store.release === undefined) return notOffered();
+        const first = decimal(body.first, "first");
+        if (typeof first !== "bigint") return first;
+        const last = decimal(body.last, "last");
+        if (typeof last !== "bigint") return last;
+        if (first < 1n || last < first) return bad("a range needs 1 <= first <= last");
+        const released = await bounded(store.release(SEGMENT_KEY, name, { first, last }));
+        return json({ released } satisfies ReleaseResponse);
+      }
+      if (req.method === "GET") {
+        if (store.loadStep === undefined) return notOffered();
+        const step = await bounded(store.loadStep(SEGMENT_KEY, name));
+        return json({ step: step ?? null } satisfies StepBody);
+      }
+      if (store.saveStep === undefined) return notOffered();
+      const step = body.step;
+      if (!Number.isSafeInteger(step) || (step as number) < 1) {
+        return bad("step must be a positive integer");
+      }
+      await bounded(store.saveStep(SEGMENT_KEY, name, step as number));
+      return json({ step } as StepBody);
+    } catch (err) {
+      return segmentFailure(err, name);
+    }
+  }
+
+  /** The segment counters of the names `scope` covers, as Prometheus lines. */
+  function segmentMetrics(scope: Scope): string[] {
+    const out: string[] = [];
+    for (
+      const [metric, help, counts] of [
+        [
+          "kvid_segments_total",
+          "Segments reserved for other processes (HttpStore)",
+          segmentsServed,
+        ],
+        [
+          "kvid_segment_failures_total",
+          "Segment requests that failed for the store",
+          segmentFailures,
+        ],
+      ] as const
+    ) {
+      out.push(`# HELP ${metric} ${help}.`, `# TYPE ${metric} counter`);
+      for (const [name, n] of counts) {
+        if (inScope(scope, name)) out.push(`${metric}{name="${escapeLabel(name)}"} ${n}`);
+      }
+    }
+    return out;
+  }
+
+  /** A store operation, or a timeout error after the service's `timeout`. */
+  async function bounded<T>(work: Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        work,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
+                  key: SEGMENT_KEY,
+                  field: "",
+                }),
+              ),
+            timeout,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function segmentFailure(err: unknown, name: string): Response {
+    const e = err instanceof KvIdError ? err : toKvIdError(err, SEGMENT_KEY, name);
+    segmentFailures.set(name, (segmentFailures.get(name) ?? 0) + 1);
+    if (RETRY.has(e.code)) {
+      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
+        "retry-after": "1",
+      });
+    }
+    log(
+      `kvid service: segment ${JSON.stringify(name.slice(0, 100))} failed: ${e.name}: ${e.message}`,
+    );
+    if (e.code === "overflow") {
+      return errorResponse(409, "overflow", "the counter would pass 2^63-1");
+    }
+    if (e.code === "config" && /too large/.test(e.message)) {
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
+    if (e.code === "config") {
+      return errorResponse(
+        500,
+        "store_config",
+        "the ID store refuses this service's configuration (credentials, permissions or a " +
+          "command it needs): the operator must fix it; see the service log",
+      );
+    }
+    // The store's refusal (a counter that is not an integer, ...): HttpStore reports "reply".
+    return errorResponse(500, "internal", "the store refused the reservation; see the service log");
   }
 
   function failure(err: unknown, entry: Entry): Response {
@@ -558,6 +785,9 @@ export function createHandler(options: ServiceOptions): IdService {
     if (path.startsWith("/v1/daily/") && path.length > 10) {
       return await ids(req, query, "daily", path.slice(10));
     }
+    if (path.startsWith("/v1/segments/") && path.length > 13) {
+      return await segments(req, path.slice(13));
+    }
     if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
       if (req.method !== "GET" && req.method !== "HEAD") {
         return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
@@ -581,7 +811,11 @@ export function createHandler(options: ServiceOptions): IdService {
       const metrics = renderMetrics(visibleEntries(scope), http, {
         storeUp: state === "up",
         storeConfigError: state === "config",
-        extra: [...processMetrics(), ...(options.metrics?.() ?? [])],
+        extra: [
+          ...segmentMetrics(scope),
+          ...processMetrics(),
+          ...(options.metrics?.() ?? []),
+        ],
       }, Date.now());
       return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
     }

@@ -58,7 +58,7 @@ const SERIES: Record<string, Series> = {
 };
 
 /** Escape a label value: backslash, double quote and newline. */
-function escapeLabel(value: string): string {
+export function escapeLabel(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 }
 

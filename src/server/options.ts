@@ -57,6 +57,11 @@ export interface ServiceOptions {
   maxGenerators?: number;
   /** A generator unused this long (ms) may be closed to make room for a new name. Default 60,000. */
   idleMs?: number;
+  /**
+   * The most IDs one `POST /v1/segments/{name}` may reserve (an `HttpStore`'s `maxStep` at
+   * most). Default 1,000,000 (`KvId`'s default `maxStep`).
+   */
+  maxSegment?: number;
   /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
   timeout?: number;
   /**
