@@ -173,6 +173,9 @@ import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
 import type { ServiceOptions } from "./server/options.ts";
 import type { ReleaseResponse, SegmentResponse, StepBody } from "./client/types.ts";
 import { checkName } from "./validate.ts";
+import { allowOf, openApiDocument } from "./server/openapi.ts";
+
+let openApiText: string | undefined;
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
@@ -818,6 +821,13 @@ export function createHandler(options: ServiceOptions): IdService {
         ],
       }, Date.now());
       return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    }
+    if (path === "/openapi.json") {
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return errorResponse(405, "method_not_allowed", "use GET", { allow: allowOf(path) });
+      }
+      openApiText ??= JSON.stringify(openApiDocument(), null, 2) + "\n";
+      return text(200, openApiText, { "content-type": JSON_TYPE });
     }
     if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);
     return errorResponse(404, "not_found", "no such endpoint");
