@@ -107,6 +107,8 @@ type LimitName =
   | "maxHeaderBytes"
   | "maxBodyBytes";
 
+const LATIN1 = new TextDecoder("latin1");
+const SWEEP_MS = 250;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const REASONS: Record<number, string> = {
   100: "Continue",
@@ -156,7 +158,9 @@ class Connection {
   #buf = new Uint8Array(4096);
   #start = 0;
   #end = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When (performance.now() ms) the armed limit closes the connection; Infinity: none. */
+  deadline = Infinity;
+  #reason: keyof ConnectionStats["closed"] = "ioTimeout";
   closedBy: keyof ConnectionStats["closed"] | undefined;
   #closed = false;
 
@@ -171,15 +175,23 @@ class Connection {
     return this.#end - this.#start;
   }
 
-  /** Close the connection when `ms` pass before the next `arm`/`disarm`. */
+  /**
+   * Close the connection when `ms` pass before the next `arm`/`disarm`. A deadline, not a
+   * timer: one sweep of all connections closes the late ones (a timer per request cost 3 timers,
+   * ~50 µs, per request on a loaded machine; the deadline costs a clock read).
+   */
   arm(ms: number, reason: keyof ConnectionStats["closed"]): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.close(reason), ms);
+    this.deadline = performance.now() + ms;
+    this.#reason = reason;
   }
 
   disarm(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.deadline = Infinity;
+  }
+
+  /** Close it if its deadline passed. */
+  expire(now: number): void {
+    if (now >= this.deadline) this.close(this.#reason);
   }
 
   close(reason?: keyof ConnectionStats["closed"]): void {
@@ -272,10 +284,7 @@ interface Head {
 
 function parseHead(bytes: Uint8Array): Head {
   // Latin-1: the bytes as they are; header values that are not ASCII stay what was sent.
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 8192) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 8192));
-  }
+  const text = LATIN1.decode(bytes);
   const lines = text.split("\r\n");
   const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/1\.([01])$/.exec(lines[0]);
   if (m === null) throw new HttpError(400, "a malformed request line");
@@ -440,7 +449,7 @@ export function listen(options: ListenerOptions): Listener {
         const view = c.peek(c.buffered);
         const at = view.indexOf(10);
         if (at >= 0) {
-          const text = String.fromCharCode(...c.take(at + 1));
+          const text = LATIN1.decode(c.take(at + 1));
           return text.replace(/\r?\n$/, "");
         }
         if (c.buffered > 1024) throw new Error("a chunk line over 1 KiB");
@@ -615,17 +624,19 @@ export function listen(options: ListenerOptions): Listener {
         conn.close();
         continue;
       }
-      try {
-        conn.setNoDelay(true);
-      } catch {
-        // not a TCP socket option here
-      }
       const c = new Connection(conn, closed);
       conns.add(c);
       stats.open = conns.size;
       void serve(c);
     }
   })();
+
+  // The sweep that enforces every connection's deadline, 4 times a second: a limit closes a
+  // connection at most 250 ms late.
+  const sweeper = setInterval(() => {
+    const now = performance.now();
+    for (const c of conns) c.expire(now);
+  }, SWEEP_MS);
 
   options.onListen?.(addr);
   let stopped: Promise<void> | undefined;
@@ -678,6 +689,7 @@ export function listen(options: ListenerOptions): Listener {
         await accepting;
         for (const c of conns) if (c.phase !== "busy") c.close();
         if (conns.size > 0) await new Promise<void>((resolve) => allClosed = resolve);
+        clearInterval(sweeper);
       })();
       return stopped;
     },
