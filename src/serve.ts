@@ -25,11 +25,29 @@
  * SIGINT stops it (answering what is in flight) with code 0.
  *
  * Limits (the listener's own, since `Deno.serve` has none of them and exits when file
- * descriptors run out): a connection's first request head within 10 s of its opening, later
+ * descriptors run out; see {@linkcode listen} for the reproduction, denoland/deno#3515 for the
+ * missing timeouts): a connection's first request head within 10 s of its opening, later
  * ones within 10 s of their first byte; 30 s idle between requests; each body read and
  * response write progressing within 10 s; heads up to 32 KiB, bodies up to 64 KiB; at most
  * `maxConnections` open, the oldest one waiting for a request closed to make room for a new
  * one; an `accept` failing for want of file descriptors sheds a waiting connection and goes on.
+ * Each is counted in `/metrics` (`kvid_http_connections_closed_total{reason}`,
+ * `kvid_http_accept_errors_total`).
+ *
+ * Measured (tests/serve_test.ts, and by hand on 2026-12-01, Deno 2.9.6, 2 shared cores):
+ *
+ * | attack                                                     | `deno serve` (Deno.serve)                 | `deno task serve` (this listener)                                    |
+ * | ---------------------------------------------------------- | ----------------------------------------- | -------------------------------------------------------------------- |
+ * | 400 idle connections at `ulimit -n 256`                    | exits 1 (`Too many open files`) at ~231   | stays up; a valid request served during the flood (oldest shed) and after |
+ * | 150 half-sent heads, 150 silent connections                | all still open after 4 s (no limit)       | all closed after the header limit (1 s set: at 1 to 1.25 s)          |
+ * | a valid client after the attack                            | none (the process is gone)                | served in 15 to 150 ms                                              |
+ *
+ * The price: JavaScript parses each request head (`Deno.serve` parses in Rust). In
+ * `bench/service_bench.ts` (50 connections, autocannon, 3 rounds of 3 s, 1-minute load 11 from
+ * other work on 2 cores) `count=1` answered 5,362 req/s behind this listener against 12,425
+ * behind `Deno.serve` (p50 6 against 2 ms); a bare `Deno.listen` read/write loop measured the
+ * same as this listener on that machine. Behind a proxy that has these limits (nginx, a cloud
+ * load balancer), `deno serve -A --unstable-kv jsr:@kvid/core/server` is the faster choice.
  *
  * @module
  */
@@ -40,10 +58,11 @@ import {
   type ConnectionStats,
   listen,
   type Listener,
+  type ListenerLimits,
   type ListenerOptions,
 } from "./server/listener.ts";
 
-export { type ConnectionStats, listen, type Listener, type ListenerOptions };
+export { type ConnectionStats, listen, type Listener, type ListenerLimits, type ListenerOptions };
 
 /** Where and how {@linkcode serveFromEnv} listens, from flags and the environment. */
 export interface ListenConfig {

@@ -60,6 +60,10 @@
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
  * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s), else 503 saying whether the store does not answer or refuses the configuration (no token) |
  * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
+ * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000) |
+ * | `POST /v1/segments/{name}/release`         | `{"first", "last"}`: give back the unused tail if nobody reserved since: `{"released": true}` |
+ * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`)                        |
+ * | `GET /openapi.json`                        | the OpenAPI 3.1 document of all of these (no token)                                          |
  * | `GET /`                                    | the status page (below)                                                                      |
  *
  * Errors are `{"error": {"code", "message"}}` with a status: 400 `bad_name` (the rules of `KvId`:

@@ -74,6 +74,9 @@ export class HttpStore implements Store {
   readonly #fetch: typeof fetch;
 
   /**
+   * A store on the service at `url`, authenticated with `options.token`. Throws a TypeError on
+   * a URL that is not http(s) or a malformed token.
+   *
    * @param url The service's base URL, e.g. `https://ids.example.com` (a path prefix kept).
    * @param options The token and timeouts.
    */

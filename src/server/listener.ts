@@ -5,9 +5,16 @@
  * that stop reading are closed after known limits instead of holding the process.
  *
  * Why not `Deno.serve`: in Deno 2.9 it has no header or idle timeout (1,000 half-sent requests
- * stayed open 45 s) and, when `accept` fails with `EMFILE`, its serve loop rejects and the
- * process exits ("Uncaught (in promise) Http: Error: Too many open files (os error 24)"): 231
- * idle connections at `ulimit -n 256` end it. Deno's `node:http` keeps running there but stops
+ * stayed open 45 s; denoland/deno#3515 asks for them) and, when `accept` fails with `EMFILE`,
+ * its serve loop rejects and the process exits ("Uncaught (in promise) Http: Error: Too many
+ * open files (os error 24)"): 231 idle connections at `ulimit -n 256` end it. The reproduction:
+ *
+ * ```sh
+ * echo 'Deno.serve({ port: 18101 }, () => new Response("ok"))' > s.ts
+ * prlimit --nofile=256:256 deno run -A s.ts &
+ * # open 300 TCP connections to 18101 and send nothing: the server exits with code 1
+ * ```
+ * Deno's `node:http` keeps running there but stops
  * answering for good, and honours neither `headersTimeout` nor `requestTimeout` (150 half-sent
  * requests stayed open past both). Measured 2026-12-01, Deno 2.9.6.
  *
@@ -87,7 +94,7 @@ export interface Listener {
   /** Where it listens. */
   readonly addr: Deno.NetAddr;
   /** The limits in force. */
-  readonly limits: Readonly<Required<Pick<ListenerOptions, LimitName>>>;
+  readonly limits: ListenerLimits;
   /** Counters so far. */
   stats(): ConnectionStats;
   /** The counters as Prometheus lines. */
@@ -99,13 +106,21 @@ export interface Listener {
   shutdown(): Promise<void>;
 }
 
-type LimitName =
-  | "maxConnections"
-  | "headersTimeoutMs"
-  | "idleTimeoutMs"
-  | "ioTimeoutMs"
-  | "maxHeaderBytes"
-  | "maxBodyBytes";
+/** The limits a {@linkcode Listener} enforces, defaults filled in. */
+export interface ListenerLimits {
+  /** Open connections at most. */
+  readonly maxConnections: number;
+  /** ms for a request head. */
+  readonly headersTimeoutMs: number;
+  /** ms a kept-alive connection may wait for its next request. */
+  readonly idleTimeoutMs: number;
+  /** ms for each body read and response write to progress. */
+  readonly ioTimeoutMs: number;
+  /** Bytes of a request head at most. */
+  readonly maxHeaderBytes: number;
+  /** Bytes of a request body at most. */
+  readonly maxBodyBytes: number;
+}
 
 const LATIN1 = new TextDecoder("latin1");
 const SWEEP_MS = 250;
