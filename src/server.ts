@@ -50,6 +50,7 @@
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
  * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
+ * | `KVID_BASE_PATH`      | a prefix to serve under, e.g. `/ids` (every path below it; 404 outside); default none                     |
  * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
  *
  * | endpoint                                   | answer                                                                                       |
@@ -109,6 +110,10 @@
  * );
  * // on shutdown: await server.shutdown(); await ids.close(); client.destroy();
  * ```
+ *
+ * Under a prefix of an existing app (Hono, Oak, a plain `Deno.serve`), give `basePath`: with
+ * `createHandler({ ..., basePath: "/ids" })` and `app.all("/ids/*", (c) => ids.fetch(c.req.raw))`
+ * the IDs are at `/ids/v1/ids/{name}`, the status page at `/ids/` (its cookie scoped to `/ids`).
  *
  * **Deno Deploy**: an entry file `main.ts` with `export { default } from "jsr:@kvid/core/server";`,
  * `KVID_TOKENS` set in the project's environment variables, and no `KVID_REDIS_URL`: the IDs come from
@@ -178,8 +183,6 @@ import type { ServiceOptions } from "./server/options.ts";
 import type { ReleaseResponse, SegmentResponse, StepBody } from "./client/types.ts";
 import { checkName } from "./validate.ts";
 import { allowOf, openApiDocument } from "./server/openapi.ts";
-
-let openApiText: string | undefined;
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
@@ -342,7 +345,16 @@ export function createHandler(options: ServiceOptions): IdService {
         }
         return Promise.resolve();
       });
-  const sessions = new Sessions();
+  const basePath = options.basePath ?? "";
+  if (typeof basePath !== "string" || !/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$/.test(basePath)) {
+    throw new TypeError(
+      `kvid service: basePath must be "" or a path like "/ids" (no trailing slash), got ${
+        JSON.stringify(basePath)
+      }`,
+    );
+  }
+  const sessions = new Sessions(basePath || "/");
+  let openApiText: string | undefined;
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
@@ -722,7 +734,10 @@ export function createHandler(options: ServiceOptions): IdService {
         return errorResponse(403, "forbidden", "the form was posted from another site");
       }
       if (path === "/logout") {
-        return html(303, "", { location: "/", "set-cookie": sessions.close(req, secure(req)) });
+        return html(303, "", {
+          location: `${basePath}/`,
+          "set-cookie": sessions.close(req, secure(req)),
+        });
       }
       const form = await readLimited(req, MAX_FORM_BYTES);
       if (form === undefined) {
@@ -730,14 +745,17 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       const token = new URLSearchParams(form).get("token") ?? "";
       const scope = auth === undefined ? "*" : auth.check(token);
-      if (scope === undefined) return html(401, loginPage(true));
-      return html(303, "", { location: "/", "set-cookie": sessions.open(scope, secure(req)) });
+      if (scope === undefined) return html(401, loginPage(true, basePath));
+      return html(303, "", {
+        location: `${basePath}/`,
+        "set-cookie": sessions.open(scope, secure(req)),
+      });
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
       return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
     }
     const scope = auth === undefined ? "*" : sessions.fromRequest(req);
-    if (scope === undefined) return html(200, loginPage(false));
+    if (scope === undefined) return html(200, loginPage(false, basePath));
     const now = Date.now();
     const visible = visibleEntries(scope);
     const rows = visible.map((e) => e.snapshot(now))
@@ -748,6 +766,7 @@ export function createHandler(options: ServiceOptions): IdService {
         store: storeLabel,
         ready: await ready(),
         nowMs: now,
+        base: basePath,
       }),
     );
   }
@@ -784,7 +803,14 @@ export function createHandler(options: ServiceOptions): IdService {
     let end = raw.indexOf("#", start);
     if (end < 0) end = raw.length;
     const q = raw.indexOf("?", start);
-    const path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    let path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    if (basePath !== "") {
+      // Mounted under a prefix: only paths below it are ours, and they are routed without it.
+      if (path !== basePath && !path.startsWith(basePath + "/")) {
+        return errorResponse(404, "not_found", "no such endpoint");
+      }
+      path = path.slice(basePath.length) || "/";
+    }
     const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
     if (path.startsWith("/v1/ids/") && path.length > 8) {
       return await ids(req, query, "ids", path.slice(8));
@@ -830,7 +856,7 @@ export function createHandler(options: ServiceOptions): IdService {
       if (req.method !== "GET" && req.method !== "HEAD") {
         return errorResponse(405, "method_not_allowed", "use GET", { allow: allowOf(path) });
       }
-      openApiText ??= JSON.stringify(openApiDocument(), null, 2) + "\n";
+      openApiText ??= JSON.stringify(openApiDocument(basePath), null, 2) + "\n";
       return text(200, openApiText, { "content-type": JSON_TYPE });
     }
     if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);

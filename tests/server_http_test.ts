@@ -756,3 +756,49 @@ Deno.test("service: a scoped token sees only its names (metrics, page, chart)", 
   assert.equal(peak, 7, html);
   assert.doesNotMatch(html, /secret/);
 });
+
+Deno.test("service: mounted under a base path (an existing app's prefix)", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using service = createHandler({ store, tokens: TOKENS, basePath: "/ids", log: () => {} });
+  const app = (req: Request) =>
+    new URL(req.url).pathname.startsWith("/ids/") || new URL(req.url).pathname === "/ids"
+      ? service.fetch(req)
+      : Promise.resolve(new Response("app"));
+  const ask = (path: string, init: RequestInit = {}) =>
+    app(
+      new Request(`http://localhost${path}`, {
+        method: "POST",
+        ...init,
+        headers: { authorization: `Bearer ${ALL}`, ...init.headers },
+      }),
+    );
+  assert.equal(await (await ask("/ids/v1/ids/order?count=2")).text(), "1\n2\n");
+  assert.equal(await (await ask("/ids/healthz", { method: "GET" })).text(), "ok\n");
+  const seg = await ask("/ids/v1/segments/order", { body: JSON.stringify({ count: 3 }) });
+  assert.deepEqual((await seg.json()).ranges, [{ first: "3", last: "5" }]);
+  assert.equal((await ask("/v1/ids/order")).status, 200); // the app's, not the service's
+  assert.equal(await (await ask("/v1/ids/order")).text(), "app");
+  // Paths outside the prefix reach the handler only by mistake: 404, not another route.
+  const outside = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  assert.equal(outside.status, 404);
+  await outside.body?.cancel();
+  const lookalike = await service.fetch(new Request("http://localhost/idsx/healthz"));
+  assert.equal(lookalike.status, 404);
+  await lookalike.body?.cancel();
+  // The status page: its forms post below the prefix, its cookie is scoped to it.
+  const login = await ask("/ids/login", { body: new URLSearchParams({ token: ALL }) });
+  assert.equal(login.status, 303);
+  assert.equal(login.headers.get("location"), "/ids/");
+  assert.match(login.headers.get("set-cookie") ?? "", /; Path=\/ids;/);
+  await login.body?.cancel();
+  const form = await (await app(new Request("http://localhost/ids/"))).text();
+  assert.match(form, /action="\/ids\/login"/);
+  const doc = await (await ask("/ids/openapi.json", { method: "GET" })).json();
+  assert.deepEqual(doc.servers, [{ url: "/ids" }]);
+  for (const bad of ["ids", "/ids/", "/a b"]) {
+    assert.throws(
+      () => createHandler({ store, tokens: TOKENS, basePath: bad, log: () => {} }),
+      TypeError,
+    );
+  }
+});

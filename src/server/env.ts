@@ -25,8 +25,9 @@ export interface EnvConfig {
  * - `KVID_REDIS_URL`: a Redis/Kvrocks URL (`redis://[user:password@]host:port[/db]` or
  *   `rediss://`), used with node-redis. Unset: Deno KV.
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
- * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
- *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
+ *   `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout`,
+ *   `basePath` of {@linkcode createHandler}.
  *
  * Nothing connects until the first request.
  *
@@ -66,6 +67,7 @@ export function optionsFromEnv(
     timeZone: get("KVID_TIME_ZONE") || undefined,
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
+    basePath: get("KVID_BASE_PATH") || undefined,
   };
   const url = get("KVID_REDIS_URL");
   if (url) {

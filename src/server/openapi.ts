@@ -113,9 +113,10 @@ const text = (description: string) => ({
  * The OpenAPI 3.1 document of the service: every route of {@linkcode ROUTES}, its parameters,
  * answers and errors.
  *
+ * @param basePath The prefix the service is mounted under (`servers[0].url`), or "".
  * @returns A JSON-safe object.
  */
-export function openApiDocument(): Record<string, unknown> {
+export function openApiDocument(basePath = ""): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {
     "/v1/ids/{name}": { get: idsOperation("ids", "GET"), post: idsOperation("ids", "POST") },
     "/v1/daily/{name}": {
@@ -273,6 +274,7 @@ export function openApiDocument(): Record<string, unknown> {
         '"message"}}`.',
       license: { name: "MIT", identifier: "MIT" },
     },
+    ...(basePath === "" ? {} : { servers: [{ url: basePath }] }),
     paths,
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer" } },

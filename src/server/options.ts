@@ -69,6 +69,12 @@ export interface ServiceOptions {
    * the listener's connection counters. Default none.
    */
   metrics?: () => string[];
+  /**
+   * The prefix the handler is mounted under in a larger app, e.g. `"/ids"`: it answers
+   * `/ids/v1/ids/{name}`, `/ids/metrics`, the status page at `/ids/` (its cookie scoped to the
+   * prefix), and 404 for every path outside it. Default `""` (the root).
+   */
+  basePath?: string;
   /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
   log?: (line: string) => void;
 }

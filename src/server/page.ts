@@ -38,11 +38,11 @@ ${refresh ? '<meta http-equiv="refresh" content="5">' : ""}
 }
 
 /** The sign-in form; `failed` after a wrong token (which is never echoed). */
-export function loginPage(failed: boolean): string {
+export function loginPage(failed: boolean, base = ""): string {
   return layout(
     "kvid: sign in",
     `<h1>kvid ID service</h1><p class="sub">Sign in with a service token to see the status.</p>
-<div class="card"><form method="post" action="/login">
+<div class="card"><form method="post" action="${escapeHtml(base)}/login">
 <label>Token <input type="password" name="token" autocomplete="current-password" required
 autofocus></label> <button type="submit">Sign in</button></form>
 ${failed ? '<p class="err" role="alert">That token is not valid.</p>' : ""}</div>`,
@@ -84,7 +84,7 @@ function ago(ms: number | null, nowMs: number): string {
 export function statusPage(
   rows: GeneratorSnapshot[],
   series: number[],
-  info: { store: string; ready: "up" | "down" | "config"; nowMs: number },
+  info: { store: string; ready: "up" | "down" | "config"; nowMs: number; base?: string },
 ): string {
   const body = rows.map((r) =>
     `<tr><td>${escapeHtml(r.name)}</td><td>${r.kind}${r.day ? ` ${r.day}` : ""}</td>
@@ -106,7 +106,9 @@ export function statusPage(
         ? "refusing this service's configuration (credentials, permissions): see the log"
         : "not answering"
     }</span>. ${rows.length} live generator${rows.length === 1 ? "" : "s"}. Refreshes every 5 s.
-<form method="post" action="/logout"><button type="submit">Sign out</button></form></p>
+<form method="post" action="${
+      escapeHtml(info.base ?? "")
+    }/logout"><button type="submit">Sign out</button></form></p>
 <div class="card">${rateChart(series)}</div>
 <table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>
 <th>issued</th><th>last reservation</th><th>latency</th><th title="requests answered 5xx">failed
