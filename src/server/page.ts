@@ -20,7 +20,8 @@ border-bottom:1px solid #e3e6eb;text-align:right;white-space:nowrap} th:first-ch
 td:first-child,th:nth-child(2),td:nth-child(2){text-align:left} th{background:#eef1f5}
 .err{color:#b42318} .ok{color:#067647} .card{background:#fff;padding:.8rem;margin:0 0 1rem;
 border:1px solid #e3e6eb} form{display:inline} input{font:inherit;padding:.3rem}
-button{font:inherit;padding:.3rem .8rem}`;
+button{font:inherit;padding:.3rem .8rem} .scroll{overflow-x:auto}
+@media (max-width:600px){body{margin:.6rem;font-size:13px} th,td{padding:.3rem .4rem}}`;
 
 /** Escape text for HTML. */
 function escapeHtml(text: string): string {
@@ -50,27 +51,78 @@ ${failed ? '<p class="err" role="alert">That token is not valid.</p>' : ""}</div
   );
 }
 
-/** An SVG line chart of `series` (one value per second, oldest first). */
-function rateChart(series: number[], width = 720, height = 140): string {
+/** A count for an axis label: 950, 1.2k, 35k, 1.5M. */
+export function shortCount(n: number): string {
+  if (n < 1_000) return String(Math.round(n));
+  if (n < 1_000_000) return `${+(n / 1_000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${+(n / 1_000_000).toFixed(n < 10_000_000 ? 1 : 0)}M`;
+}
+
+/**
+ * How the chart's y axis maps a rate: linear, or logarithmic (`log10(1 + v)`) when the peak is
+ * over 20 times the median second with traffic, so one burst does not flatten the rest into the
+ * baseline. Ticks: 0, half and the top (linear), or the powers of ten up to the peak (log).
+ */
+export function chartScale(series: number[]): {
+  log: boolean;
+  top: number;
+  y(v: number): number;
+  ticks: number[];
+} {
   let peak = 0;
   for (const v of series) if (v > peak) peak = v;
-  const max = Math.max(peak, 1);
-  const step = series.length > 1 ? width / (series.length - 1) : width;
-  const points = series.map((v, i) =>
-    `${(i * step).toFixed(1)},${(height - (v / max) * (height - 10)).toFixed(1)}`
-  ).join(" ");
-  const label = `IDs per second over the last ${Math.round(series.length / 60)} minutes, peak ${
-    Math.round(peak)
+  const busy = series.filter((v) => v > 0).sort((a, b) => a - b);
+  const median = busy.length === 0 ? 0 : busy[busy.length >> 1];
+  const log = median > 0 && peak > 20 * median;
+  if (log) {
+    const top = Math.log10(1 + peak);
+    const ticks = [0];
+    for (let p = 1; p <= peak; p *= 10) ticks.push(p);
+    return { log, top: peak, y: (v) => Math.log10(1 + v) / top, ticks };
+  }
+  const top = Math.max(peak, 1);
+  return { log, top, y: (v) => v / top, ticks: [0, top / 2, top] };
+}
+
+/** An SVG line chart of `series` (one value per second, oldest first), with labelled axes. */
+function rateChart(series: number[], width = 720, height = 140): string {
+  const left = 44; // room for the y labels
+  const plot = width - left;
+  const scale = chartScale(series);
+  const peak = series.reduce((m, v) => v > m ? v : m, 0);
+  const step = series.length > 1 ? plot / (series.length - 1) : plot;
+  const y = (v: number) => (height - scale.y(v) * (height - 10)).toFixed(1);
+  const points = series.map((v, i) => `${(left + i * step).toFixed(1)},${y(v)}`).join(" ");
+  const minutes = Math.round(series.length / 60);
+  const label = `IDs per second over the last ${minutes} minutes, peak ${Math.round(peak)}${
+    scale.log ? " (log scale)" : ""
   }`;
+  const yTicks = scale.ticks.map((t) =>
+    `<line x1="${left}" x2="${width}" y1="${y(t)}" y2="${y(t)}" stroke="#eef1f5"/>
+<text x="${left - 4}" y="${
+      y(t)
+    }" font-size="11" fill="#5b6475" text-anchor="end" dominant-baseline="middle">${
+      shortCount(t)
+    }</text>`
+  ).join("\n");
+  const xTicks: string[] = [];
+  for (let m = minutes; m >= 0; m--) {
+    const x = left + plot * (1 - m / Math.max(minutes, 1));
+    xTicks.push(
+      `<text x="${x.toFixed(1)}" y="${height + 14}" font-size="11" fill="#5b6475" text-anchor="${
+        m === minutes ? "start" : m === 0 ? "end" : "middle"
+      }">${m === 0 ? "now" : `-${m} min`}</text>`,
+    );
+  }
   return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height + 18}" width="100%"
 role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>
-<rect width="${width}" height="${height}" fill="#fff" stroke="#e3e6eb"/>
+<rect x="${left}" width="${plot}" height="${height}" fill="#fff" stroke="#e3e6eb"/>
+${yTicks}
 <polyline fill="none" stroke="#2e6bd9" stroke-width="1.5" points="${points}"/>
-<text x="4" y="14" font-size="11" fill="#5b6475">${Math.round(max)} IDs/s</text>
-<text x="0" y="${height + 14}" font-size="11" fill="#5b6475">-${
-    Math.round(series.length / 60)
-  } min</text>
-<text x="${width}" y="${height + 14}" font-size="11" fill="#5b6475" text-anchor="end">now</text>
+${xTicks.join("\n")}
+<text x="${left + 4}" y="12" font-size="11" fill="#5b6475">IDs/s${
+    scale.log ? " (log scale)" : ""
+  }</text>
 </svg>`;
 }
 
@@ -110,11 +162,11 @@ export function statusPage(
       escapeHtml(info.base ?? "")
     }/logout"><button type="submit">Sign out</button></form></p>
 <div class="card">${rateChart(series)}</div>
-<table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>
+<div class="scroll"><table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>
 <th>issued</th><th>last reservation</th><th>latency</th><th title="requests answered 5xx">failed
 requests</th><th title="reservations failed or unanswered within the timeout">failed
 reservations</th><th>stalls</th><th>rollbacks</th><th>last error</th></tr></thead>
-<tbody>${body || '<tr><td colspan="13">No generator yet.</td></tr>'}</tbody></table>`,
+<tbody>${body || '<tr><td colspan="13">No generator yet.</td></tr>'}</tbody></table></div>`,
     true,
   );
 }
