@@ -50,6 +50,7 @@
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
  * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
+ * | `KVID_NAMES`          | per-name generator options as JSON: `{"order": {"minStep": 1000}, "ticket": {"digits": 8}, "*": {"maxStep": 100000}}` (`minStep`, `maxStep`, `initialStep`, `segmentDuration`; `digits`, `timeZone` for `/v1/daily`); checked at start |
  * | `KVID_BASE_PATH`      | a prefix to serve under, e.g. `/ids` (every path below it; 404 outside); default none                     |
  * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
  *
@@ -171,7 +172,15 @@ import { KvIdError } from "./errors.ts";
 import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
-import { type Entry, Generators, type Kind } from "./server/generators.ts";
+import {
+  type Entry,
+  Generators,
+  type Kind,
+  NAME_OPTION_KEYS,
+  type NameOptions,
+} from "./server/generators.ts";
+import { DailyId } from "./daily.ts";
+import { KvId } from "./kvid.ts";
 import { escapeLabel, type HttpCounters, renderMetrics } from "./server/metrics.ts";
 import { processMetrics } from "./server/process_metrics.ts";
 import { toKvIdError } from "./store_errors.ts";
@@ -186,7 +195,7 @@ import { allowOf, openApiDocument } from "./server/openapi.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
-export { type EnvConfig, optionsFromEnv, type ServiceOptions };
+export { type EnvConfig, type NameOptions, optionsFromEnv, type ServiceOptions };
 
 /**
  * The service made by {@linkcode createHandler}: a `fetch` handler and a graceful `close`.
@@ -316,12 +325,14 @@ export function createHandler(options: ServiceOptions): IdService {
   };
   const timeout = positive("timeout", options.timeout, 5_000);
   const maxSegment = positive("maxSegment", options.maxSegment, 1_000_000);
+  const names = checkNames(options.names, store);
   const generators = new Generators({
     store,
     max: positive("maxGenerators", options.maxGenerators, 1_000),
     idleMs: positive("idleMs", options.idleMs, 60_000),
     timeout,
     timeZone,
+    names,
   });
   // Segments served to other processes (HttpStore) and failed, by name.
   const segmentsServed = new CappedCounts();
@@ -900,6 +911,48 @@ export function createHandler(options: ServiceOptions): IdService {
     }, daily serials in ${timeZone}`,
   );
   return { fetch, close, [Symbol.asyncDispose]: close };
+}
+
+/**
+ * Check the per-name options now, not at a name's first request: unknown keys, and what the
+ * engine refuses (a generator of each kind is made with them on no store, then dropped).
+ */
+function checkNames(
+  names: Record<string, NameOptions> | undefined,
+  store: Store,
+): Record<string, NameOptions> | undefined {
+  if (names === undefined) return undefined;
+  if (names === null || typeof names !== "object" || Array.isArray(names)) {
+    throw new TypeError("kvid service: names must be an object of name: options");
+  }
+  for (const [name, own] of Object.entries(names)) {
+    const where = `kvid service: names[${JSON.stringify(name)}]`;
+    if (own === null || typeof own !== "object" || Array.isArray(own)) {
+      throw new TypeError(`${where} must be an object`);
+    }
+    for (const key of Object.keys(own)) {
+      if (!(NAME_OPTION_KEYS as readonly string[]).includes(key)) {
+        throw new TypeError(
+          `${where}: unknown option ${key} (known: ${NAME_OPTION_KEYS.join(", ")})`,
+        );
+      }
+    }
+    const { digits, timeZone, initialStep, ...steps } = own;
+    try {
+      // Never used, so closing them touches no store.
+      void new KvId(name === "*" ? "x" : name, { store, initialStep, ...steps }).close();
+      void new DailyId(name === "*" ? "x" : name, {
+        store,
+        digits,
+        timeZone,
+        format: "string",
+        ...steps,
+      }).close();
+    } catch (err) {
+      throw new TypeError(`${where}: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+  return names;
 }
 
 let envService: { service: IdService; config: EnvConfig } | undefined;

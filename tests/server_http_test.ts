@@ -802,3 +802,49 @@ Deno.test("service: mounted under a base path (an existing app's prefix)", async
     );
   }
 });
+
+Deno.test("service: per-name options from configuration (KVID_NAMES)", async () => {
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const env = new Map([
+    ["KVID_KV_PATH", ":memory:"],
+    ["KVID_TOKENS", TOKENS],
+    [
+      "KVID_NAMES",
+      JSON.stringify({ order: { minStep: 500 }, ticket: { digits: 8 }, "*": { maxStep: 7 } }),
+    ],
+  ]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService(config.options);
+    assert.equal((await call(s.url, "/v1/ids/order")).body, "1\n");
+    assert.equal((await call(s.url, "/v1/ids/other?count=20")).status, 200);
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, 'kvid_remaining{kind="ids",name="order"}'), 499); // a 500-ID segment
+    assert.ok(sample(m, 'kvid_step{kind="ids",name="other"}')! <= 7, m); // "*": maxStep 7
+    const serial = (await call(s.url, "/v1/daily/ticket")).body.trim();
+    assert.match(serial, /^\d{8}00000001$/); // 8 digits of sequence
+  } finally {
+    await config.close();
+  }
+  using store = new DenoKvStore(":memory:");
+  for (
+    const names of [
+      { order: { nope: 1 } },
+      { order: { minStep: 0 } },
+      { order: { minStep: 10, maxStep: 5 } },
+      { ticket: { digits: 99 } },
+      { ticket: { timeZone: "Mars/Olympus" } },
+      { order: 5 },
+    ]
+  ) {
+    assert.throws(
+      () => createHandler({ store, tokens: TOKENS, names: names as never, log: () => {} }),
+      TypeError,
+      JSON.stringify(names),
+    );
+  }
+  assert.throws(
+    () => optionsFromEnv((name) => name === "KVID_NAMES" ? "{not json" : undefined),
+    /KVID_NAMES is not JSON/,
+  );
+});

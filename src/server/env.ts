@@ -28,6 +28,8 @@ export interface EnvConfig {
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
  *   `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout`,
  *   `basePath` of {@linkcode createHandler}.
+ * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
+ *   {"digits": 8}}`.
  *
  * Nothing connects until the first request.
  *
@@ -68,6 +70,7 @@ export function optionsFromEnv(
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
     basePath: get("KVID_BASE_PATH") || undefined,
+    names: namesFromEnv(get("KVID_NAMES")),
   };
   const url = get("KVID_REDIS_URL");
   if (url) {
@@ -91,6 +94,17 @@ export function optionsFromEnv(
     // The store closes the database it opened through `open`.
     close: () => Promise.resolve(store.close()),
   };
+}
+
+function namesFromEnv(text: string | undefined): ServiceOptions["names"] {
+  if (text === undefined || text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TypeError(
+      'KVID_NAMES is not JSON: give {"<name>": {"minStep": 1000, ...}, "*": {...}}',
+    );
+  }
 }
 
 function redactUrl(url: string): string {

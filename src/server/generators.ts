@@ -52,7 +52,38 @@ export interface GeneratorsOptions {
   timeout: number;
   /** The DailyId time zone. */
   timeZone: string;
+  /** Options per name (`"*"`: every name not listed). Default none. */
+  names?: Readonly<Record<string, NameOptions>>;
 }
+
+/**
+ * A generator's options that the service's configuration may set per name: the step bounds of
+ * both kinds, and the sequence digits and time zone of `/v1/daily`.
+ */
+export interface NameOptions {
+  /** `minStep` of the name's generators. */
+  minStep?: number;
+  /** `maxStep`. */
+  maxStep?: number;
+  /** `initialStep` (`/v1/ids` only). */
+  initialStep?: number;
+  /** `segmentDuration` (ms). */
+  segmentDuration?: number;
+  /** `/v1/daily` only: the digits of the per-day sequence (default 6). */
+  digits?: number;
+  /** `/v1/daily` only: the time zone of the name's days (default the service's). */
+  timeZone?: string;
+}
+
+/** The keys {@linkcode NameOptions} has. */
+export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
+  "minStep",
+  "maxStep",
+  "initialStep",
+  "segmentDuration",
+  "digits",
+  "timeZone",
+];
 
 type Generator = {
   nextBatch(count: number): Promise<(number | bigint | string)[]>;
@@ -89,13 +120,17 @@ export class Entry {
     this.name = name;
     const store = timedStore(options.store, this, options.timeout);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
+    const own = options.names?.[name] ?? options.names?.["*"] ?? {};
+    const { digits, timeZone, initialStep, ...steps } = own;
     this.gen = kind === "ids"
-      ? new KvId(name, { store, bigint: true, timeout: options.timeout })
+      ? new KvId(name, { store, bigint: true, timeout: options.timeout, initialStep, ...steps })
       : new DailyId(name, {
         store,
         format: "string",
-        timeZone: options.timeZone,
+        timeZone: timeZone ?? options.timeZone,
         timeout: options.timeout,
+        digits,
+        ...steps,
       });
     this.gen.addEventListener("rollback", () => this.rollbacks++);
   }

@@ -7,6 +7,9 @@
 
 import type { RedisSource } from "../redis_store.ts";
 import type { Store } from "../store_contract.ts";
+import type { NameOptions } from "./generators.ts";
+
+export type { NameOptions };
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
@@ -51,6 +54,12 @@ export interface ServiceOptions {
   tokens?: string;
   /** `"none"`: no token needed by anyone (logged loudly). Default `"token"`. */
   auth?: "token" | "none";
+  /**
+   * Generator options per name, e.g. `{ order: { minStep: 1000 }, ticket: { digits: 8 },
+   * "*": { maxStep: 100000 } }` (`"*"`: every name not listed). Checked when the handler is made.
+   * Default none: the engine's defaults.
+   */
+  names?: Record<string, NameOptions>;
   /** The IANA time zone of `/v1/daily` serials. Default `"UTC"`. */
   timeZone?: string;
   /** At most this many live generators (a new name past it answers 429). Default 1,000. */

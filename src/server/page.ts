@@ -17,7 +17,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#
 h1{font-size:1.3rem;margin:0 0 .2rem} .sub{color:#5b6475;margin:0 0 1rem}
 table{border-collapse:collapse;background:#fff;width:100%} th,td{padding:.35rem .6rem;
 border-bottom:1px solid #e3e6eb;text-align:right;white-space:nowrap} th:first-child,
-td:first-child,th:nth-child(2),td:nth-child(2){text-align:left} th{background:#eef1f5}
+td:first-child,th:nth-child(2),td:nth-child(2){text-align:left} th{background:#eef1f5;white-space:normal}
 .err{color:#b42318} .ok{color:#067647} .card{background:#fff;padding:.8rem;margin:0 0 1rem;
 border:1px solid #e3e6eb} form{display:inline} input{font:inherit;padding:.3rem}
 button{font:inherit;padding:.3rem .8rem} .scroll{overflow-x:auto}
