@@ -34,13 +34,14 @@
  * Each is counted in `/metrics` (`kvid_http_connections_closed_total{reason}`,
  * `kvid_http_accept_errors_total`).
  *
- * Measured (tests/serve_test.ts, and by hand on 2026-12-01, Deno 2.9.6, 2 shared cores):
+ * Measured by `deno run -A bench/attack.ts` (2026-12-01, Deno 2.9.6, 2 shared cores, both on
+ * Deno KV in memory at `ulimit -n 4096`; the tests do the same at 256):
  *
- * | attack                                                     | `deno serve` (Deno.serve)                 | `deno task serve` (this listener)                                    |
- * | ---------------------------------------------------------- | ----------------------------------------- | -------------------------------------------------------------------- |
- * | 400 idle connections at `ulimit -n 256`                    | exits 1 (`Too many open files`) at ~231   | stays up; a valid request served during the flood (oldest shed) and after |
- * | 150 half-sent heads, 150 silent connections                | all still open after 4 s (no limit)       | all closed after the header limit (1 s set: at 1 to 1.25 s)          |
- * | a valid client after the attack                            | none (the process is gone)                | served in 15 to 150 ms                                              |
+ * | attack                              | `deno serve` (Deno.serve)                              | `deno task serve` (this listener)                         |
+ * | ----------------------------------- | ------------------------------------------------------ | --------------------------------------------------------- |
+ * | 4,100 idle connections              | exits 1 at 4,069 (`Too many open files (os error 24)`) | alive; a valid request served during the flood in 4 ms     |
+ * | a valid request once the flood ends | fails: the process is gone                             | 200 in 45 ms                                              |
+ * | 1,000 half-sent request heads       | all 1,000 still open 15 s later                        | none open 15 s later (closed at the 10 s header limit)    |
  *
  * The price: JavaScript parses each request head (`Deno.serve` parses in Rust). In
  * `bench/service_bench.ts` (50 connections, autocannon, 3 rounds of 3 s, 1-minute load 11 from
