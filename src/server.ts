@@ -168,6 +168,7 @@
  * @module
  */
 
+import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
@@ -371,12 +372,13 @@ export function createHandler(options: ServiceOptions): IdService {
   let drained: (() => void) | undefined;
 
   const ready = async (): Promise<Readiness> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     try {
       await Promise.race([
         readyProbe(),
+        // A loop blocked by the application is not a store that does not answer.
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error("slow")), READY_TIMEOUT_MS);
+          cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
         }),
       ]);
       return "up";
@@ -385,7 +387,7 @@ export function createHandler(options: ServiceOptions): IdService {
       const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
       return kvid.code === "config" ? "config" : "down";
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   };
 
@@ -631,25 +633,22 @@ export function createHandler(options: ServiceOptions): IdService {
 
   /** A store operation, or a timeout error after the service's `timeout`. */
   async function bounded<T>(work: Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     try {
       return await Promise.race([
         work,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
-                  key: SEGMENT_KEY,
-                  field: "",
-                }),
-              ),
-            timeout,
-          );
+          cancel = deadlineTimer(timeout, () =>
+            reject(
+              new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
+                key: SEGMENT_KEY,
+                field: "",
+              }),
+            ));
         }),
       ]);
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   }
 

@@ -9,6 +9,7 @@ import { DailyId } from "../daily.ts";
 import { KvId } from "../kvid.ts";
 import type { KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
+import { deadlineTimer } from "../deadline_timer.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
@@ -186,11 +187,12 @@ export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store
       const start = performance.now();
       // A reservation still unanswered when the requests waiting for it gave up (a store that
       // hangs, a client queueing commands while it reconnects) is a failure then, not never.
+      // A loop blocked by other work does not count against the store (deadlineTimer).
       let late = false;
-      const timer = setTimeout(() => {
+      const cancel = deadlineTimer(timeoutMs, () => {
         late = true;
         entry.failures++;
-      }, timeoutMs);
+      });
       try {
         const reservation = await inner.reserve(key, field, count, reserveOptions);
         entry.reservations++;
@@ -201,7 +203,7 @@ export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store
         if (!late) entry.failures++;
         throw err;
       } finally {
-        clearTimeout(timer);
+        cancel();
         entry.histogram.observe((performance.now() - start) / 1000);
       }
     },
