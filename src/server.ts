@@ -406,21 +406,9 @@ export function createHandler(options: ServiceOptions): IdService {
     }
     const scope = scopeOf(req);
     if (scope === undefined) return unauthorized();
-    let name: string;
-    try {
-      if (rest.includes("/")) throw new URIError("a slash");
-      name = decodeURIComponent(rest);
-    } catch {
-      return errorResponse(
-        400,
-        "bad_name",
-        "the name is not valid percent-encoded UTF-8 in one path segment",
-      );
-    }
-    if (name === "." || name === "..") {
-      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
-      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
-    }
+    // The engine checks the rest of the name's rules when it makes the generator.
+    const name = decodeName(rest);
+    if (typeof name !== "string") return name;
     if (!inScope(scope, name)) {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
@@ -475,8 +463,8 @@ export function createHandler(options: ServiceOptions): IdService {
     return res;
   }
 
-  /** The name of a path segment, or a 400 answer. */
-  function nameOf(rest: string): string | Response {
+  /** The name sent as one path segment, decoded, or a 400 answer. */
+  function decodeName(rest: string): string | Response {
     let name: string;
     try {
       if (rest.includes("/")) throw new URIError("a slash");
@@ -489,8 +477,16 @@ export function createHandler(options: ServiceOptions): IdService {
       );
     }
     if (name === "." || name === "..") {
+      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
       return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
     }
+    return name;
+  }
+
+  /** The name of a path segment checked by `KvId`'s rules, or a 400 answer. */
+  function nameOf(rest: string): string | Response {
+    const name = decodeName(rest);
+    if (typeof name !== "string") return name;
     try {
       checkName("the", "name", name);
     } catch (err) {
