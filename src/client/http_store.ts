@@ -38,7 +38,10 @@ const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
 /**
  * A store whose reservations are `POST /v1/segments/{name}` to the ID service. Only the
  * service's hash is offered (`key` `"kvid"`, the default of `KvId`): the service keeps its
- * counters there, and a token's names are names in it.
+ * counters there, and a token's names are names in it (so a token cannot touch any other key of
+ * the service's store). `DailyId` keeps its counters under other keys: it is not served; ask
+ * the service's `/v1/daily/{name}` for daily serials. `replicas` is refused (`config`): the
+ * service's store decides its own durability.
  *
  * Failures classify as any store's do: a refused token (401, 403) or a request the service
  * cannot serve (400) is `config` (the engine fails fast), and so is the service's store
@@ -164,7 +167,7 @@ export class HttpStore implements Store {
       throw new KvIdError(
         "config",
         `HttpStore serves the service's hash "${KEY}" only, not ${JSON.stringify(key)}: ` +
-          "leave KvId's key option out",
+          "leave KvId's key option out (daily serials: ask the service's /v1/daily)",
         { key, field },
       );
     }
