@@ -6,7 +6,8 @@
  *
  * ```sh
  * export TOKEN="$(openssl rand -hex 24)"   # keep it: clients send it
- * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 deno task serve --port 8000
+ * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 deno task serve --host 127.0.0.1 --port 8000 &
+ * sleep 2   # until it says "listening on http://127.0.0.1:8000/"
  * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
  * ```
  *

@@ -7,7 +7,8 @@
  * ```sh
  * export TOKEN="$(openssl rand -hex 24)"   # the clients' token: keep it
  * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 \
- *   deno run -A --unstable-kv jsr:@kvid/core/serve --host 127.0.0.1 --port 8000
+ *   deno run -A --unstable-kv jsr:@kvid/core/serve --host 127.0.0.1 --port 8000 &
+ * sleep 2   # until it says "listening on http://127.0.0.1:8000/"
  * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
  * ```
  *
