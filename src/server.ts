@@ -198,6 +198,17 @@ import { allowOf, openApiDocument } from "./server/openapi.ts";
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
 export { type EnvConfig, type NameOptions, optionsFromEnv, type ServiceOptions };
+// The answers as types, the same as from "@kvid/core/client" (which a client imports alone).
+export type {
+  IdsResponse,
+  ReleaseResponse,
+  SegmentRange,
+  SegmentRequest,
+  SegmentResponse,
+  ServiceError,
+  ServiceErrorCode,
+  StepBody,
+} from "./client/types.ts";
 
 /**
  * The service made by {@linkcode createHandler}: a `fetch` handler and a graceful `close`.
