@@ -1013,7 +1013,48 @@ if (import.meta.main) {
     );
     Deno.exit(78);
   }
+  const host = serveHost();
+  if (host !== undefined && !openOnPurpose(host)) refuseOpen(host); // before it binds
   exitOnSignals();
+}
+
+/**
+ * The address `deno serve` is about to bind, read from this process's command line (Linux'
+ * /proc, where it may be read): `--host`'s value, else its default `0.0.0.0`; undefined when
+ * it cannot be known (then `onListen` checks, once bound).
+ */
+function serveHost(): string | undefined {
+  let args: string[];
+  try {
+    if (Deno.permissions.querySync({ name: "read", path: "/proc/self" }).state !== "granted") {
+      return undefined;
+    }
+    args = Deno.readTextFileSync("/proc/self/cmdline").split("\0");
+  } catch {
+    return undefined;
+  }
+  const serve = args.indexOf("serve");
+  if (serve < 0) return undefined;
+  for (let i = serve + 1; i < args.length; i++) {
+    if (args[i] === "--host") return args[i + 1];
+    if (args[i].startsWith("--host=")) return args[i].slice(7);
+  }
+  return "0.0.0.0";
+}
+
+/** Whether listening on `hostname` is fine: with tokens, on loopback, or opened on purpose. */
+function openOnPurpose(hostname: string): boolean {
+  return fromEnv().config.options.auth !== "none" ||
+    /^(127\.|::1$|\[::1\]$|localhost$)/.test(hostname) ||
+    /^(1|true|yes)$/i.test(Deno.env.get("KVID_OPEN_NETWORK") ?? "");
+}
+
+function refuseOpen(hostname: string): never {
+  console.error(
+    `kvid service: KVID_AUTH=none listens on loopback only, not ${hostname}: pass ` +
+      "--host 127.0.0.1, set tokens (KVID_TOKENS), or KVID_OPEN_NETWORK=1 on purpose",
+  );
+  Deno.exit(78);
 }
 
 /**
@@ -1031,17 +1072,9 @@ const server: Deno.ServeDefaultExport = {
   fetch: (req) => fromEnv().service.fetch(req),
   onListen: (addr) => {
     const { hostname, port } = addr as Deno.NetAddr;
-    if (
-      fromEnv().config.options.auth === "none" && !/^(127\.|::1$|localhost$)/.test(hostname) &&
-      !/^(1|true|yes)$/i.test(Deno.env.get("KVID_OPEN_NETWORK") ?? "")
-    ) {
-      // `deno serve` binds 0.0.0.0 unless told otherwise: an open service must not be reachable.
-      console.error(
-        `kvid service: KVID_AUTH=none listens on loopback only, not ${hostname}: pass ` +
-          "--host 127.0.0.1, set tokens (KVID_TOKENS), or KVID_OPEN_NETWORK=1 on purpose",
-      );
-      Deno.exit(78);
-    }
+    // `deno serve` binds 0.0.0.0 unless told otherwise: where its command line could not be
+    // read before, an open service stops here, before it answers anything.
+    if (!openOnPurpose(hostname)) refuseOpen(hostname);
     console.error(`kvid service: listening on http://${hostname}:${port}/`);
   },
 };

@@ -200,7 +200,7 @@ Deno.test("start-up mistakes: one line, exit code 78, no stack (both entry point
   });
   await t.step("deno serve: KVID_AUTH=none on 0.0.0.0 is refused", async () => {
     const out = await new Deno.Command(Deno.execPath(), {
-      // --port 0 on 0.0.0.0: bound for an instant before the refusal, nothing answers.
+      // No --host: deno serve's default, 0.0.0.0.
       args: [
         "serve",
         "-A",
@@ -216,6 +216,8 @@ Deno.test("start-up mistakes: one line, exit code 78, no stack (both entry point
     const text = new TextDecoder().decode(out.stderr).trim();
     assert.equal(out.code, 78, text);
     assert.match(text, /loopback only/);
+    // Refused before binding (the command line says where it would listen), not after.
+    assert.doesNotMatch(text, /listening/);
   });
 });
 
