@@ -28,8 +28,8 @@
  * Limits (the listener's own, since `Deno.serve` has none of them and exits when file
  * descriptors run out; see {@linkcode listen} for the reproduction, denoland/deno#3515 for the
  * missing timeouts): a connection's first request head within 10 s of its opening, later
- * ones within 10 s of their first byte; 30 s idle between requests; each body read and
- * response write progressing within 10 s; heads up to 32 KiB, bodies up to 64 KiB; at most
+ * ones within 10 s of their first byte; 30 s idle between requests; a request body read
+ * and a response written within 10 s each (a trickle buys no time); heads up to 32 KiB, bodies up to 64 KiB; at most
  * `maxConnections` open, the oldest one waiting for a request closed to make room for a new
  * one; an `accept` failing for want of file descriptors sheds a waiting connection and goes on.
  * Each is counted in `/metrics` (`kvid_http_connections_closed_total{reason}`,

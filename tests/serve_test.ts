@@ -438,3 +438,38 @@ Deno.test("deno task serve: SIGTERM answers the request in flight, then exits 0"
   assert.equal((await p.status).code, 0, p.stderr.join("\n"));
   assert.ok(p.stderr.some((l) => /stopped/.test(l)));
 });
+
+Deno.test("listener: a body trickling in is cut off at the body limit, in all", async () => {
+  using store = new DenoKvStore(":memory:");
+  const { createHandler } = await import("../src/server.ts");
+  await using service = createHandler({ store, tokens: `${TOKEN}:*`, log: () => {} });
+  const l = listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    handler: service.fetch,
+    ioTimeoutMs: 500,
+    onListen() {},
+  });
+  try {
+    using c = await Deno.connect({ hostname: "127.0.0.1", port: l.addr.port });
+    await c.write(new TextEncoder().encode(
+      "POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
+    ));
+    // One byte every 50 ms: each read progresses, yet the whole body is due within 0.5 s.
+    const t0 = performance.now();
+    let cut = false;
+    for (let i = 0; i < 200 && !cut; i++) {
+      try {
+        await c.write(new Uint8Array([0x61]));
+      } catch {
+        cut = true;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      if (l.stats().closed.ioTimeout > 0) cut = true;
+    }
+    assert.ok(cut, "a trickling body kept the connection");
+    assert.ok(performance.now() - t0 < 8_000);
+  } finally {
+    await l.shutdown();
+  }
+});

@@ -51,7 +51,8 @@ export interface ListenerOptions {
    */
   idleTimeoutMs?: number;
   /**
-   * Each read of a request body and each write of a response must progress within this many ms.
+   * A request body must be read, and a response written, within this many ms (each in all,
+   * from its first byte: a trickle does not buy more time).
    * @default {10000}
    */
   ioTimeoutMs?: number;
@@ -114,7 +115,7 @@ export interface ListenerLimits {
   readonly headersTimeoutMs: number;
   /** ms a kept-alive connection may wait for its next request. */
   readonly idleTimeoutMs: number;
-  /** ms for each body read and response write to progress. */
+  /** ms for a request body to be read, and for a response to be written, each in all. */
   readonly ioTimeoutMs: number;
   /** Bytes of a request head at most. */
   readonly maxHeaderBytes: number;
@@ -280,14 +281,26 @@ class Connection {
     return this.#buf.subarray(this.#start, this.#start + Math.min(n, this.buffered));
   }
 
+  /** Write all of `bytes` within `ms` in all (a client reading slowly is cut off then). */
   async write(bytes: Uint8Array, ms: number): Promise<void> {
     let at = 0;
-    while (at < bytes.length) {
-      this.arm(ms, "ioTimeout");
-      at += await this.conn.write(bytes.subarray(at));
-    }
+    this.arm(ms, "ioTimeout");
+    while (at < bytes.length) at += await this.conn.write(bytes.subarray(at));
     this.disarm();
   }
+
+  /**
+   * Arm the deadline of a body being read: `ms` from its first read, in all, however slowly
+   * it trickles in (a body's bytes do not each buy more time).
+   */
+  armBody(ms: number): void {
+    this.bodyDeadline ??= performance.now() + ms;
+    this.deadline = this.bodyDeadline;
+    this.#reason = "ioTimeout";
+  }
+
+  /** The deadline of the body being read, or undefined. */
+  bodyDeadline: number | undefined;
 }
 
 interface Head {
@@ -439,7 +452,7 @@ export function listen(options: ListenerOptions): Listener {
     }
     return new ReadableStream<Uint8Array>({
       async pull(controller) {
-        c.arm(limits.ioTimeoutMs, "ioTimeout");
+        c.armBody(limits.ioTimeoutMs);
         if (c.buffered === 0 && !(await c.fill())) {
           c.disarm();
           controller.error(new Error("the connection closed before the body ended"));
@@ -474,7 +487,7 @@ export function listen(options: ListenerOptions): Listener {
     let chunkLeft = 0;
     return new ReadableStream<Uint8Array>({
       async pull(controller) {
-        c.arm(limits.ioTimeoutMs, "ioTimeout");
+        c.armBody(limits.ioTimeoutMs);
         try {
           if (chunkLeft === 0) {
             const n = parseInt((await line()).split(";")[0].trim(), 16);
@@ -568,6 +581,7 @@ export function listen(options: ListenerOptions): Listener {
         const head = parseHead(c.take(end));
         c.take(4);
         const state = { done: false };
+        c.bodyDeadline = undefined;
         const body = bodyOf(c, head, state);
         const host = head.headers.get("host") ?? `${options.hostname}:${addr.port}`;
         if (!head.target.startsWith("/")) throw new HttpError(400, "the target is not a path");
