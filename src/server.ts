@@ -63,7 +63,7 @@
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
  * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s), else 503 saying whether the store does not answer or refuses the configuration (no token) |
  * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
- * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000) |
+ * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000); 64 at once at most (503 `unavailable` past it) |
  * | `POST /v1/segments/{name}/release`         | `{"first", "last"}`: give back the unused tail if nobody reserved since: `{"released": true}` |
  * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`)                        |
  * | `GET /openapi.json`                        | the OpenAPI 3.1 document of all of these (no token)                                          |
@@ -250,6 +250,8 @@ const ID_METHODS = "GET, POST";
 const MAX_ID = (1n << 63n) - 1n;
 /** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
 const SEGMENT_KEY = "kvid";
+/** Segment reservations the service has at its store at once, at most. */
+const MAX_SEGMENTS_IN_FLIGHT = 64;
 
 /** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
 class CappedCounts extends Map<string, number> {
@@ -349,6 +351,7 @@ export function createHandler(options: ServiceOptions): IdService {
   });
   // Segments served to other processes (HttpStore) and failed, by name.
   const segmentsServed = new CappedCounts();
+  let segmentsInFlight = 0;
   const segmentFailures = new CappedCounts();
   const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
   const redis = options.redis;
@@ -571,14 +574,28 @@ export function createHandler(options: ServiceOptions): IdService {
         if (body.guard !== undefined && typeof body.guard !== "boolean") {
           return bad("guard must be true or false");
         }
-        const reservation = await bounded(
-          store.reserve(SEGMENT_KEY, name, count as number, {
-            floor,
-            raiseTo,
-            guard: body.guard !== false,
-            exact: true,
-          }),
-        );
+        // Each segment request is a store command (IDs requests mostly are not): at most
+        // MAX_SEGMENTS_IN_FLIGHT at once, the rest told to come back, so a flood of them
+        // queues here rather than on the store.
+        if (segmentsInFlight >= MAX_SEGMENTS_IN_FLIGHT) {
+          return errorResponse(503, "unavailable", "too many segment requests at once: retry", {
+            "retry-after": "1",
+          });
+        }
+        segmentsInFlight++;
+        let reservation: Reservation;
+        try {
+          reservation = await bounded(
+            store.reserve(SEGMENT_KEY, name, count as number, {
+              floor,
+              raiseTo,
+              guard: body.guard !== false,
+              exact: true,
+            }),
+          );
+        } finally {
+          segmentsInFlight--;
+        }
         segmentsServed.set(name, (segmentsServed.get(name) ?? 0) + 1);
         const answer: SegmentResponse = {
           name,

@@ -866,3 +866,37 @@ Deno.test("service: per-name options from configuration (KVID_NAMES)", async () 
     /KVID_NAMES is not JSON/,
   );
 });
+
+Deno.test("service: segment requests: at most 64 at the store at once, the rest 503", async () => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  await using client = await openClient("node-redis", proxy.url);
+  await using s = serveService({ redis: client.redis, tokens: TOKENS, timeout: 10_000 });
+  const segment = (name: string) =>
+    fetch(`${s.url}/v1/segments/${name}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALL}` },
+      body: JSON.stringify({ count: 10 }),
+    });
+  const warm = await segment("warm"); // connected
+  assert.equal(warm.status, 200);
+  await warm.body?.cancel();
+  proxy.pause();
+  const held = Array.from({ length: 64 }, (_, i) => segment(`held-${i}`));
+  // Once all 64 are at the store (in flight), the next is turned away at once.
+  let answer: Answer | undefined;
+  for (const until = performance.now() + 10_000; performance.now() < until;) {
+    const res = await segment("one-more");
+    answer = { status: res.status, headers: res.headers, body: await res.text() };
+    if (/too many segment requests/.test(answer.body)) break;
+  }
+  assert.ok(answer);
+  assertError(answer, 503, "unavailable");
+  assert.match(answer.body, /too many segment requests/);
+  assert.equal(answer.headers.get("retry-after"), "1");
+  proxy.resume();
+  for (const res of await Promise.all(held)) {
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+  }
+});
