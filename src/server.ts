@@ -164,7 +164,10 @@
  * name, the ID and the headers; 7.4 µs for `count=100`. `INCR` per request sends every request to
  * Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at all here) and is
  * bounded by the Redis server and a round trip per request; the service sends one command per segment.
- * For scale, Leaf publishes about 50,000 QPS on a 4-core machine.
+ * For scale, Leaf publishes about 50,000 QPS on a 4-core machine. These figures are of
+ * `deno serve` (`Deno.serve`); behind its own listener (`deno task serve`, which survives the
+ * attacks `Deno.serve` does not) `count=1` measured 0.43x of `Deno.serve` in a later run of the
+ * same bench at load 11 (5,362 against 12,425 req/s; see `@kvid/core/serve`).
  *
  * @module
  */
