@@ -18,9 +18,10 @@
  * descriptors run out (see `@kvid/core/serve`): fine behind a proxy that has them (and on Deno
  * Deploy), not facing the network.
  *
- * (Over 500 lines with the documentation below; the code is one handler, a closure over one
+ * (Over 900 lines with the documentation below; the code is one handler, a closure over one
  * service's state. Configuration from the environment, request reading, responses, auth,
- * metrics and the status page are apart, in `src/server/`.)
+ * metrics, the segment endpoints, the OpenAPI document, the status page and the listener of
+ * `@kvid/core/serve` are apart, in `src/server/`.)
  *
  * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
  * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
@@ -186,7 +187,7 @@ import {
 } from "./server/generators.ts";
 import { DailyId } from "./daily.ts";
 import { KvId } from "./kvid.ts";
-import { escapeLabel, type HttpCounters, renderMetrics } from "./server/metrics.ts";
+import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
 import { processMetrics } from "./server/process_metrics.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
@@ -194,8 +195,8 @@ import { errorResponse, text } from "./server/respond.ts";
 import { readLimited, sameOrigin } from "./server/request.ts";
 import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
 import type { ServiceOptions } from "./server/options.ts";
-import type { ReleaseResponse, SegmentResponse, StepBody } from "./client/types.ts";
 import { checkName } from "./validate.ts";
+import { SegmentRoutes } from "./server/segments.ts";
 import { allowOf, openApiDocument } from "./server/openapi.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
@@ -250,19 +251,6 @@ const READY_TIMEOUT_MS = 1_000;
 const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
-const MAX_ID = (1n << 63n) - 1n;
-/** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
-const SEGMENT_KEY = "kvid";
-/** Segment reservations the service has at its store at once, at most. */
-const MAX_SEGMENTS_IN_FLIGHT = 64;
-
-/** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
-class CappedCounts extends Map<string, number> {
-  override set(name: string, n: number): this {
-    if (!this.has(name) && this.size >= 10_000) this.delete(this.keys().next().value!);
-    return super.set(name, n);
-  }
-}
 
 /** What the readiness probe found: the store answers, does not, or refuses the configuration. */
 type Readiness = "up" | "down" | "config";
@@ -352,10 +340,7 @@ export function createHandler(options: ServiceOptions): IdService {
     timeZone,
     names,
   });
-  // Segments served to other processes (HttpStore) and failed, by name.
-  const segmentsServed = new CappedCounts();
-  let segmentsInFlight = 0;
-  const segmentFailures = new CappedCounts();
+  const segmentRoutes = new SegmentRoutes({ store, timeout, maxSegment, log });
   const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
   const redis = options.redis;
   const readyProbe = options.ready ??
@@ -534,179 +519,7 @@ export function createHandler(options: ServiceOptions): IdService {
     if (!inScope(scope, name)) {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
-    let body: Record<string, unknown> = {};
-    if (req.method !== "GET") {
-      const text = await readLimited(req, MAX_FORM_BYTES);
-      if (text === undefined) {
-        return errorResponse(413, "request_too_large", `the body is over ${MAX_FORM_BYTES} bytes`);
-      }
-      try {
-        const parsed = JSON.parse(text === "" ? "{}" : text);
-        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw 0;
-        body = parsed;
-      } catch {
-        return errorResponse(400, "bad_segment", "the body is not a JSON object");
-      }
-    }
-    const bad = (message: string) => errorResponse(400, "bad_segment", message);
-    const decimal = (v: unknown, what: string): bigint | Response => {
-      if (v === undefined) return 0n;
-      if (typeof v !== "string" || !/^(0|[1-9][0-9]{0,18})$/.test(v) || BigInt(v) > MAX_ID) {
-        return bad(`${what} must be a decimal string from 0 to 2^63-1`);
-      }
-      return BigInt(v);
-    };
-    const json = (value: unknown) => {
-      const res = new Response(JSON.stringify(value) + "\n");
-      res.headers.set("content-type", JSON_TYPE);
-      res.headers.set("cache-control", "no-store");
-      return res;
-    };
-    const notOffered = () =>
-      errorResponse(501, "not_implemented", "this service's store does not offer that");
-    try {
-      if (op === "") {
-        const count = body.count;
-        if (!Number.isInteger(count) || (count as number) < 1 || (count as number) > maxSegment) {
-          return bad(`count must be an integer from 1 to ${maxSegment}`);
-        }
-        const floor = decimal(body.floor, "floor");
-        if (typeof floor !== "bigint") return floor;
-        const raiseTo = decimal(body.raiseTo ?? body.floor, "raiseTo");
-        if (typeof raiseTo !== "bigint") return raiseTo;
-        if (body.guard !== undefined && typeof body.guard !== "boolean") {
-          return bad("guard must be true or false");
-        }
-        // Each segment request is a store command (IDs requests mostly are not): at most
-        // MAX_SEGMENTS_IN_FLIGHT at once, the rest told to come back, so a flood of them
-        // queues here rather than on the store.
-        if (segmentsInFlight >= MAX_SEGMENTS_IN_FLIGHT) {
-          return errorResponse(503, "unavailable", "too many segment requests at once: retry", {
-            "retry-after": "1",
-          });
-        }
-        segmentsInFlight++;
-        let reservation: Reservation;
-        try {
-          reservation = await bounded(
-            store.reserve(SEGMENT_KEY, name, count as number, {
-              floor,
-              raiseTo,
-              guard: body.guard !== false,
-              exact: true,
-            }),
-          );
-        } finally {
-          segmentsInFlight--;
-        }
-        segmentsServed.set(name, (segmentsServed.get(name) ?? 0) + 1);
-        const answer: SegmentResponse = {
-          name,
-          ranges: reservation.ranges.map((r) => ({ first: String(r.first), last: String(r.last) })),
-          raised: reservation.raised,
-        };
-        return json(answer);
-      }
-      if (op === "release") {
-        if (store.release === undefined) return notOffered();
-        const first = decimal(body.first, "first");
-        if (typeof first !== "bigint") return first;
-        const last = decimal(body.last, "last");
-        if (typeof last !== "bigint") return last;
-        if (first < 1n || last < first) return bad("a range needs 1 <= first <= last");
-        const released = await bounded(store.release(SEGMENT_KEY, name, { first, last }));
-        return json({ released } satisfies ReleaseResponse);
-      }
-      if (req.method === "GET") {
-        if (store.loadStep === undefined) return notOffered();
-        const step = await bounded(store.loadStep(SEGMENT_KEY, name));
-        return json({ step: step ?? null } satisfies StepBody);
-      }
-      if (store.saveStep === undefined) return notOffered();
-      const step = body.step;
-      if (!Number.isSafeInteger(step) || (step as number) < 1) {
-        return bad("step must be a positive integer");
-      }
-      await bounded(store.saveStep(SEGMENT_KEY, name, step as number));
-      return json({ step } as StepBody);
-    } catch (err) {
-      return segmentFailure(err, name);
-    }
-  }
-
-  /** The segment counters of the names `scope` covers, as Prometheus lines. */
-  function segmentMetrics(scope: Scope): string[] {
-    const out: string[] = [];
-    for (
-      const [metric, help, counts] of [
-        [
-          "kvid_segments_total",
-          "Segments reserved for other processes (HttpStore)",
-          segmentsServed,
-        ],
-        [
-          "kvid_segment_failures_total",
-          "Segment requests that failed for the store",
-          segmentFailures,
-        ],
-      ] as const
-    ) {
-      out.push(`# HELP ${metric} ${help}.`, `# TYPE ${metric} counter`);
-      for (const [name, n] of counts) {
-        if (inScope(scope, name)) out.push(`${metric}{name="${escapeLabel(name)}"} ${n}`);
-      }
-    }
-    return out;
-  }
-
-  /** A store operation, or a timeout error after the service's `timeout`. */
-  async function bounded<T>(work: Promise<T>): Promise<T> {
-    let cancel: (() => void) | undefined;
-    try {
-      return await Promise.race([
-        work,
-        new Promise<never>((_, reject) => {
-          cancel = deadlineTimer(timeout, () =>
-            reject(
-              new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
-                key: SEGMENT_KEY,
-                field: "",
-              }),
-            ));
-        }),
-      ]);
-    } finally {
-      cancel?.();
-    }
-  }
-
-  function segmentFailure(err: unknown, name: string): Response {
-    const e = err instanceof KvIdError ? err : toKvIdError(err, SEGMENT_KEY, name);
-    segmentFailures.set(name, (segmentFailures.get(name) ?? 0) + 1);
-    if (RETRY.has(e.code)) {
-      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
-        "retry-after": "1",
-      });
-    }
-    log(
-      `kvid service: segment ${JSON.stringify(name.slice(0, 100))} failed: ${e.name}: ${e.message}`,
-    );
-    if (e.code === "overflow") {
-      return errorResponse(409, "overflow", "the counter would pass 2^63-1");
-    }
-    if (e.code === "config" && /too large/.test(e.message)) {
-      return errorResponse(400, "bad_name", "the name is too long for this store");
-    }
-    if (e.code === "config") {
-      return errorResponse(
-        500,
-        "store_config",
-        "the ID store refuses this service's configuration (credentials, permissions or a " +
-          "command it needs): the operator must fix it; see the service log",
-      );
-    }
-    // The store's refusal (a counter that is not an integer, ...): HttpStore reports "reply".
-    return errorResponse(500, "internal", "the store refused the reservation; see the service log");
+    return await segmentRoutes.answer(req, name, op);
   }
 
   function failure(err: unknown, entry: Entry): Response {
@@ -883,7 +696,7 @@ export function createHandler(options: ServiceOptions): IdService {
         storeUp: state === "up",
         storeConfigError: state === "config",
         extra: [
-          ...segmentMetrics(scope),
+          ...segmentRoutes.metrics((name) => inScope(scope, name)),
           ...processMetrics(),
           ...(options.metrics?.() ?? []),
         ],
