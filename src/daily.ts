@@ -39,7 +39,7 @@ import {
 import type { Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-import { checkInteger, describe } from "./validate.ts";
+import { checkCounterName, checkInteger, describe } from "./validate.ts";
 
 /**
  * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
@@ -51,7 +51,8 @@ import { checkInteger, describe } from "./validate.ts";
  * midnight, IDs buffered for the previous day are dropped, never issued with yesterday's date.
  *
  * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
- * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
+ * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`), `"expiry"` (`CustomEvent<ExpiryDetail>`:
+ * a TTL on the hash found and removed, as on {@linkcode KvId}).
  *
  * ## Daily serials
  *
@@ -60,7 +61,8 @@ import { checkInteger, describe } from "./validate.ts";
  * import { DailyId, fromNodeRedis, shutdown } from "@kvid/core";
  *
  * // A factory: the client is the library's, shutdown() closes it.
- * const redis = async () => fromNodeRedis(await createClient().connect());
+ * const redis = async () =>
+ *   fromNodeRedis(await createClient({ url: "redis://127.0.0.1:6379" }).connect());
  * export const ORDER_NO = new DailyId("order", { redis, timeZone: "Asia/Shanghai" });
  * await ORDER_NO.next(); // 20261130000001, 20261130000002, ...
  * ORDER_NO.parse(20261130000042); // { day: "20261130", seq: 42 }
@@ -272,6 +274,8 @@ const PASSED_TO_KVID = [
   "waitAof",
   "stepRule",
   "clock",
+  "durability",
+  "serverSettings",
 ] as const;
 const OPTION_NAMES = new Set<string>([
   ...PASSED_TO_KVID,
@@ -334,6 +338,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (typeof name !== "string" || name.length === 0 || !name.isWellFormed()) {
       throw new TypeError(`DailyId name must be a non-empty string, got ${describe(name)}`);
     }
+    // One rule for every name (the service serves both kinds): none begins with NUL.
+    checkCounterName("DailyId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`DailyId options must be an object, got ${describe(options)}`);
     }
@@ -581,6 +587,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         initialStep: step,
       },
     );
+    gen.addEventListener("expiry", (e) => {
+      this.dispatchEvent(new CustomEvent("expiry", { detail: (e as CustomEvent).detail }));
+    });
     gen.addEventListener("rollback", (e) => {
       const detail = (e as CustomEvent<RollbackDetail>).detail;
       this.dispatchEvent(
@@ -634,9 +643,15 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     const day = keepFrom(today, keepDays).text;
     const store = this.#store;
     if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
-      // A store without a server clock to compare with (Deno KV): by this clock's day.
+      // By the earlier of this clock's day and the server's (a SQL store's now()); a store
+      // without a server clock (Deno KV): by this clock's day.
       try {
-        return { before: day, deleted: await store.deleteDaysBefore(this.key, day) };
+        let before = day;
+        if (typeof store.now === "function") {
+          const serverDay = this.#zone.dayAt(await store.now());
+          before = keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays).text;
+        }
+        return { before, deleted: await store.deleteDaysBefore(this.key, before) };
       } catch (err) {
         throw toKvIdError(err, this.key, `<${day}`);
       }

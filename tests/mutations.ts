@@ -521,16 +521,19 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "service/forbidden",
     what: "a name outside the token's scope is 403",
     file: "src/server.ts",
-    from: "    if (!inScope(scope, name)) {",
-    to: "    if (false) {",
+    from:
+      '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
+    to:
+      '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (false) {',
     tests: [HTTP],
   },
   {
     id: "service/unauthorized",
     what: "a request without a valid token is 401",
     file: "src/server.ts",
-    from: "    if (scope === undefined) return unauthorized();",
-    to: "",
+    from:
+      "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
+    to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',
     tests: [HTTP],
   },
 ];

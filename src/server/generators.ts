@@ -7,8 +7,10 @@
 
 import { DailyId } from "../daily.ts";
 import { KvId } from "../kvid.ts";
-import type { KvIdErrorSummary } from "../kvid_options.ts";
+import type { DurabilityReport, KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
+import type { DurabilityMode } from "../durability.ts";
+import { deadlineTimer } from "../deadline_timer.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
@@ -22,7 +24,10 @@ export interface GeneratorSnapshot {
   /** IDs handed out by this service. */
   issued: number;
   reservations: number;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures: number;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests: number;
   stalls: number;
   rollbacks: number;
   step: number;
@@ -36,6 +41,12 @@ export interface GeneratorSnapshot {
   lastError: string | null;
   /** DailyId only: the day being issued (`yyyymmdd`), or null. */
   day: string | null;
+  /** What the store said when last asked: durable or not; null before, or a store that does not say. */
+  durable: boolean | null;
+  /** What the store can lose, each naming the fix (empty when durable or not known). */
+  durabilityProblems: string[];
+  /** Times a reservation found a TTL on the hash and removed it. */
+  ttlRemovals: number;
 }
 
 /** Options of {@linkcode Generators}. */
@@ -49,7 +60,40 @@ export interface GeneratorsOptions {
   timeout: number;
   /** The DailyId time zone. */
   timeZone: string;
+  /** The generators' `durability` option. */
+  durability: DurabilityMode;
+  /** Options per name (`"*"`: every name not listed). Default none. */
+  names?: Readonly<Record<string, NameOptions>>;
 }
+
+/**
+ * A generator's options that the service's configuration may set per name: the step bounds of
+ * both kinds, and the sequence digits and time zone of `/v1/daily`.
+ */
+export interface NameOptions {
+  /** `minStep` of the name's generators. */
+  minStep?: number;
+  /** `maxStep`. */
+  maxStep?: number;
+  /** `initialStep` (`/v1/ids` only). */
+  initialStep?: number;
+  /** `segmentDuration` (ms). */
+  segmentDuration?: number;
+  /** `/v1/daily` only: the digits of the per-day sequence (default 6). */
+  digits?: number;
+  /** `/v1/daily` only: the time zone of the name's days (default the service's). */
+  timeZone?: string;
+}
+
+/** The keys {@linkcode NameOptions} has. */
+export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
+  "minStep",
+  "maxStep",
+  "initialStep",
+  "segmentDuration",
+  "digits",
+  "timeZone",
+];
 
 type Generator = {
   nextBatch(count: number): Promise<(number | bigint | string)[]>;
@@ -63,11 +107,16 @@ export class Entry {
   readonly name: string;
   readonly gen: Generator;
   readonly histogram: Histogram = new Histogram();
-  readonly rates: RateRing = new RateRing(11);
+  /** IDs per second of this generator over the last 5 minutes (the chart of a scoped token). */
+  readonly rates: RateRing = new RateRing(301);
   issued = 0;
   reservations = 0;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures = 0;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests = 0;
   rollbacks = 0;
+  ttlRemovals = 0;
   pending = 0;
   lastUsed = 0;
   lastReservationAt: number | null = null;
@@ -80,42 +129,39 @@ export class Entry {
   constructor(kind: Kind, name: string, options: GeneratorsOptions) {
     this.kind = kind;
     this.name = name;
-    const inner = options.store;
-    const store: Store = {
-      reserve: async (key, field, count, reserveOptions) => {
-        const start = performance.now();
-        try {
-          const reservation = await inner.reserve(key, field, count, reserveOptions);
-          this.reservations++;
-          this.lastReservationAt = Date.now();
-          this.lastReservationMs = performance.now() - start;
-          return reservation;
-        } catch (err) {
-          this.failures++;
-          throw err;
-        } finally {
-          this.histogram.observe((performance.now() - start) / 1000);
-        }
-      },
-    };
+    const store = timedStore(options.store, this, options.timeout);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
+    const own = options.names?.[name] ?? options.names?.["*"] ?? {};
+    const { digits, timeZone, initialStep, ...steps } = own;
     this.gen = kind === "ids"
-      ? new KvId(name, { store, bigint: true, timeout: options.timeout })
+      ? new KvId(name, {
+        store,
+        bigint: true,
+        timeout: options.timeout,
+        durability: options.durability,
+        initialStep,
+        ...steps,
+      })
       : new DailyId(name, {
         store,
         format: "string",
-        timeZone: options.timeZone,
+        timeZone: timeZone ?? options.timeZone,
         timeout: options.timeout,
+        durability: options.durability,
+        digits,
+        ...steps,
       });
     this.gen.addEventListener("rollback", () => this.rollbacks++);
+    this.gen.addEventListener("expiry", () => this.ttlRemovals++);
   }
 
   /** The engine's own state, mapped to JSON-safe values. */
   snapshot(nowMs: number): GeneratorSnapshot {
     let step = 0, remaining = 0, stalls = 0, lastError: KvIdErrorSummary | undefined, day = null;
+    let durability: DurabilityReport | undefined;
     if (this.gen instanceof KvId) {
       const s = (this.gen as KvId<bigint>).stats();
-      ({ step, remaining, stalls, lastError } = s);
+      ({ step, remaining, stalls, lastError, durability } = s);
     } else {
       const d = (this.gen as DailyId<string>).stats();
       day = d.day ?? null;
@@ -125,7 +171,7 @@ export class Entry {
         this.#day = d.day;
       }
       if (d.counter !== undefined) {
-        ({ step, remaining, lastError } = d.counter);
+        ({ step, remaining, lastError, durability } = d.counter);
         this.#stallsSeen = d.counter.stalls;
       }
       stalls = this.#stallsBefore + this.#stallsSeen;
@@ -136,6 +182,7 @@ export class Entry {
       issued: this.issued,
       reservations: this.reservations,
       failures: this.failures,
+      failedRequests: this.failedRequests,
       stalls,
       rollbacks: this.rollbacks,
       step,
@@ -145,8 +192,70 @@ export class Entry {
       lastReservationMs: this.lastReservationMs,
       lastError: lastError === undefined ? null : `${lastError.code}: ${lastError.message}`,
       day,
+      durable: durability?.durable ?? null,
+      durabilityProblems: durability?.problems ?? [],
+      ttlRemovals: this.ttlRemovals,
     };
   }
+}
+
+/**
+ * The store as `entry`'s generator sees it: `reserve` timed and counted, and every optional
+ * method the wrapped store has (give-back on close, the remembered step, day cleanup, the
+ * durability read) forwarded
+ * as it is, and only those: the engine decides what to do by which methods a store has.
+ */
+export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store {
+  // A call still unanswered when the requests waiting for it gave up (a store that hangs, a
+  // client queueing commands while it reconnects) is a failure then, not never. A loop blocked
+  // by other work does not count against the store (deadlineTimer).
+  const counted = async <T>(call: () => Promise<T>): Promise<T> => {
+    let late = false;
+    const cancel = deadlineTimer(timeoutMs, () => {
+      late = true;
+      entry.failures++;
+    });
+    try {
+      return await call();
+    } catch (err) {
+      if (!late) entry.failures++;
+      throw err;
+    } finally {
+      cancel();
+    }
+  };
+  const store: Store = {
+    reserve: async (key, field, count, reserveOptions) => {
+      const start = performance.now();
+      try {
+        const reservation = await counted(() => inner.reserve(key, field, count, reserveOptions));
+        entry.reservations++;
+        entry.lastReservationAt = Date.now();
+        entry.lastReservationMs = performance.now() - start;
+        return reservation;
+      } finally {
+        entry.histogram.observe((performance.now() - start) / 1000);
+      }
+    },
+  };
+  if (typeof inner.release === "function") {
+    store.release = (key, field, range) => inner.release!(key, field, range);
+  }
+  if (typeof inner.loadStep === "function") {
+    store.loadStep = (key, field) => inner.loadStep!(key, field);
+  }
+  if (typeof inner.saveStep === "function") {
+    store.saveStep = (key, field, step) => inner.saveStep!(key, field, step);
+  }
+  if (typeof inner.deleteDaysBefore === "function") {
+    store.deleteDaysBefore = (key, before) => inner.deleteDaysBefore!(key, before);
+  }
+  if (typeof inner.durability === "function") {
+    // A generator's first reservation reads the store's durability before anything else: a
+    // store that does not answer fails there, and that is a failed reservation too.
+    store.durability = (key, options) => counted(() => inner.durability!(key, options));
+  }
+  return store;
 }
 
 /** The registry: at most `max` live generators, the least recently used idle one evicted. */
