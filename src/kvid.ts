@@ -427,6 +427,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#closed = true;
       untrackGenerator(this);
       const tail = this.#options.giveBack === false ? undefined : this.#buf.unusedTail();
+      const unused = this.#options.giveBack === false ? [] : this.#buf.unusedRanges();
       // Drop what is buffered so the hot path falls through to the closed check.
       this.#buf.clear();
       this.#rejectWaiters(() => this.#closedError());
@@ -434,7 +435,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#backoffTimer = undefined;
       clearTimeout(this.#prefetchTimer);
       this.#prefetchTimer = undefined;
-      this.#closing = this.#finishClose(tail, performance.now() + this.#timeout);
+      this.#closing = this.#finishClose(tail, unused, performance.now() + this.#timeout);
     }
     await this.#closing;
   }
@@ -446,15 +447,25 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
    * what the reservation in flight took is not given again; a failure leaves the gap, as
    * without it.
    */
-  async #finishClose(tail: IdRange | undefined, deadline: number): Promise<void> {
+  async #finishClose(
+    tail: IdRange | undefined,
+    unused: IdRange[],
+    deadline: number,
+  ): Promise<void> {
     await this.#inflight;
     const left = deadline - performance.now();
     if (left <= 0) return;
     const store = this.#store;
-    const range = this.#options.giveBack === false ? undefined : this.#unusedTop(tail);
     const work: Promise<unknown>[] = [];
-    if (range !== undefined && store?.release !== undefined) {
-      work.push(store.release(this.key, this.name, range));
+    if (this.#options.giveBack !== false && store?.giveBack !== undefined) {
+      // Every unused range: the top one lowers the counter, the others go to its pool.
+      const ranges = this.#unusedAll(unused);
+      if (ranges.length > 0) work.push(store.giveBack(this.key, this.name, ranges));
+    } else {
+      const range = this.#options.giveBack === false ? undefined : this.#unusedTop(tail);
+      if (range !== undefined && store?.release !== undefined) {
+        work.push(store.release(this.key, this.name, range));
+      }
     }
     if (this.#segments > 0 && this.#stepChanged()) work.push(this.#saveStep());
     if (work.length === 0) return;
@@ -469,6 +480,22 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The unused ranges buffered at close, and a late reservation's above everything held. */
+  #unusedAll(unused: IdRange[]): IdRange[] {
+    const late = this.#late;
+    if (late === undefined || late.raised) return unused;
+    const above = late.ranges.filter((r) => r.first > this.#buf.high);
+    if (above.length !== late.ranges.length) return unused;
+    const out: IdRange[] = [];
+    for (const r of [...unused, ...above]) {
+      const prev = out.at(-1);
+      if (prev !== undefined && prev.last + 1n === r.first) {
+        out[out.length - 1] = { ...prev, last: r.last };
+      } else out.push(r);
+    }
+    return out;
   }
 
   /** The unused IDs ending at the counter's value as this generator last saw it, if any. */
@@ -659,7 +686,19 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** One reservation, bounded by `timeout`. Never rejects. */
   async #reserve(): Promise<void> {
-    if (!this.#stepLoaded) await this.#loadStep();
+    // The remembered step, read in the reservation itself when the store can (one round trip
+    // for the first ID), else by a lookup before it.
+    let loadStep = false;
+    if (!this.#stepLoaded) {
+      let store: Store | undefined;
+      try {
+        store = this.#store ??= this.#makeStore();
+      } catch { /* said by the reservation below */ }
+      if (store?.reservesStep === true && this.#guard) {
+        this.#stepLoaded = true;
+        loadStep = true;
+      } else await this.#loadStep();
+    }
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
@@ -685,6 +724,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         waitAof: this.#waitAof,
         // WAIT returns (with the count it saw) a little before the reservation's deadline.
         waitMs: this.#timeout * 0.9,
+        loadStep,
+        maxCount: this.#maxStep,
+        pool: this.#options.giveBack !== false && store.giveBack !== undefined,
       });
       // A timer that fired late because the event loop was blocked gives the reply (likely in
       // the socket already) more time: before, 1,500 ms of synchronous work with timeout 500
@@ -709,6 +751,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
       this.#lastFetchMs = performance.now() - started;
       this.#segments++;
+      if (loadStep && reply.step !== undefined) {
+        this.#sizer.step = Math.min(Math.max(reply.step, this.#minStep), this.#maxStep);
+        this.#savedStep = reply.step;
+      }
       // IDs taken or asked for so far: what the step rule and the prefetch lead measure.
       let now = before;
       try {
@@ -716,7 +762,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         if (Number.isFinite(after)) now = after;
       } catch { /* said by the next reservation's reading */ }
       const taken = this.#accepted - this.#buf.remaining + this.#demand;
-      this.#sizer.reserved(now, taken);
+      this.#sizer.reserved(now, taken, Math.max(0, now - before));
       const lead = this.#prefetchLead(now, taken);
       const lowest = reply.ranges[0]?.first;
       if (lowest !== undefined && lowest < 1n) {
@@ -740,7 +786,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       }
       if (typeof added === "string") throw this.#refusal(added, last);
       this.#accepted += added;
-      if (this.#stepChanged() && now - this.#savedAt >= STEP_SAVE_MS) {
+      // Not after the first reservation: a step guessed from one round trip is not worth a write.
+      if (this.#segments > 1 && this.#stepChanged() && now - this.#savedAt >= STEP_SAVE_MS) {
         this.#savedAt = now;
         void this.#saveStep();
       }

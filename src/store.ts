@@ -101,4 +101,4 @@
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
 export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
-export { stepField } from "./store_contract.ts";
+export { poolField, stepField } from "./store_contract.ts";
