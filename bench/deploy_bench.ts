@@ -4,7 +4,9 @@
  * - **Density with rolling restarts**: 4 processes (subprocesses, bench/_rolling_worker.ts) on
  *   one counter, each taking 50,000 IDs/s with default options and restarted in turn (staggered
  *   by a quarter period) every `KVID_BENCH_RESTART_MS` (default 5,000) ms, 3 cycles; once with a
- *   clean `close()`, once with `SIGKILL`. Density = IDs handed out / the counter's rise; server
+ *   clean `close()`, once with `SIGKILL`. Density = IDs handed out / the counter's rise (less the
+ *   IDs left in the counter's pool of given-back ranges at the end, which the next reservation
+ *   takes first); server
  *   commands (from `INFO commandstats`, scripts' inner commands included) per restart.
  * - **Cold start**: `new KvId()` to its first ID against one raw `HINCRBY` on the same client,
  *   interleaved (A B C rotating), median of 30 rounds each; also after `SCRIPT FLUSH` (a restarted
@@ -17,6 +19,7 @@
  * The handler against a hello-world `new Response()` is in service_bench.ts.
  *
  *     deno bench -A bench/deploy_bench.ts
+ *     KVID_BENCH_DEPLOY=cold,ramp deno bench -A bench/deploy_bench.ts   # some parts only
  *
  * @module
  */
@@ -33,6 +36,8 @@ import {
   metric,
 } from "./_server.ts";
 
+/** The parts to run, e.g. `KVID_BENCH_DEPLOY=cold,ramp` (default all: cold, ramp, density). */
+const PARTS = new Set((Deno.env.get("KVID_BENCH_DEPLOY") ?? "cold,ramp,density").split(","));
 const server = await benchServer();
 const { raw, redis } = await benchClient(server.url);
 
@@ -50,28 +55,32 @@ Deno.bench("cold start: first ID vs one raw HINCRBY", {
   n: 1,
   warmup: 0,
 }, async () => {
-  if (coldOnce) return;
+  if (coldOnce || !PARTS.has("cold")) return;
   coldOnce = true;
   await coldStart();
 });
 
 let coldOnce: boolean | undefined;
 async function coldStart(): Promise<void> {
-  const subjects: Record<string, (i: number) => Promise<unknown>> = {
-    "raw HINCRBY": (i) => redis.hincrby(BENCH_KEY, field("cold-raw", String(i)), 1),
+  // Each returns the generator it made (closed after the timing) and, when it did work before
+  // the timed part (SCRIPT FLUSH), its own time.
+  type Timed = { ms?: number; gen?: KvId };
+  const subjects: Record<string, (i: number) => Promise<Timed>> = {
+    "raw HINCRBY": async (i) => {
+      await redis.hincrby(BENCH_KEY, field("cold-raw", String(i)), 1);
+      return {};
+    },
     "new KvId().next()": async (i) => {
       const gen = new KvId(field("cold-kvid", String(i)), { redis, key: BENCH_KEY });
       await gen.next();
-      void gen.close();
+      return { gen };
     },
     "after SCRIPT FLUSH": async (i) => {
       await command(server.url, "SCRIPT", "FLUSH");
       const t0 = performance.now();
       const gen = new KvId(field("cold-flush", String(i)), { redis, key: BENCH_KEY });
       await gen.next();
-      const ms = performance.now() - t0;
-      void gen.close();
-      return ms;
+      return { ms: performance.now() - t0, gen };
     },
     "new client, after SCRIPT FLUSH": async (i) => {
       await command(server.url, "SCRIPT", "FLUSH");
@@ -79,9 +88,7 @@ async function coldStart(): Promise<void> {
       const t0 = performance.now();
       const gen = new KvId(field("cold-new", String(i)), { redis: fresh, key: BENCH_KEY });
       await gen.next();
-      const ms = performance.now() - t0;
-      void gen.close();
-      return ms;
+      return { ms: performance.now() - t0, gen };
     },
   };
   const names = Object.keys(subjects);
@@ -90,8 +97,9 @@ async function coldStart(): Promise<void> {
     for (let k = 0; k < names.length; k++) {
       const name = names[(r + k) % names.length];
       const t0 = performance.now();
-      const inner = await subjects[name](r);
-      const ms = typeof inner === "number" ? inner : performance.now() - t0;
+      const { ms = performance.now() - t0, gen } = await subjects[name](r);
+      // Closed outside the timing: a give-back must not overlap the next subject.
+      await gen?.close();
       if (r >= 3) times[name].push(ms); // 3 rounds of warm-up
     }
   }
@@ -109,18 +117,22 @@ async function coldStart(): Promise<void> {
 
 const NAMES = 10_000;
 const RAMP_TICK_MS = 20;
-const RAMP_MS = 3_000;
+const RAMP_TICKS = 20;
 Deno.bench("ramp-up: 10,000 names from cold", {
   group: "deploy: ramp-up",
   n: 1,
   warmup: 0,
 }, async () => {
-  if (rampOnce) return;
-  rampOnce = true;
+  if (rampDone || !PARTS.has("ramp")) return;
+  rampDone = true;
   await rampUp();
 });
 
-let rampOnce: boolean | undefined;
+let rampDone: boolean | undefined;
+/**
+ * 20 rounds of one call per name, 20 ms apart (the rounds stretch when the machine is slow:
+ * counted in rounds, not seconds, the figures do not depend on its speed).
+ */
 async function rampUp(): Promise<void> {
   const gens = Array.from(
     { length: NAMES },
@@ -128,13 +140,15 @@ async function rampUp(): Promise<void> {
   );
   const start = performance.now();
   let stallsAt1s: number | undefined;
+  let stallsAfterRound1: number | undefined;
   let calls: Promise<unknown>[] = [];
   let issued = 0;
   let failed = 0;
   const sum = (f: (g: KvId) => number) => gens.reduce((n, g) => n + f(g), 0);
-  while (performance.now() - start < RAMP_MS) {
+  for (let tick = 0; tick < RAMP_TICKS; tick++) {
     for (const g of gens) calls.push(g.next().catch(() => failed++));
     issued += gens.length;
+    if (tick === 0) stallsAfterRound1 = sum((g) => g.stats().stalls);
     if (stallsAt1s === undefined && performance.now() - start >= 1_000) {
       stallsAt1s = sum((g) => g.stats().stalls);
     }
@@ -145,16 +159,19 @@ async function rampUp(): Promise<void> {
     await new Promise((r) => setTimeout(r, RAMP_TICK_MS));
   }
   await Promise.all(calls);
+  const seconds = (performance.now() - start) / 1000;
   const stalls = sum((g) => g.stats().stalls);
   const segments = sum((g) => g.stats().segments);
   const maxSegments = gens.reduce((n, g) => Math.max(n, g.stats().segments), 0);
   const held = sum((g) => g.stats().remaining);
   await Promise.all(gens.map((g) => g.close()));
-  metric("deploy", "ramp-up: 10,000 names", {
+  metric("deploy", "ramp-up: 10,000 names, 20 rounds", {
     calls: issued,
+    seconds: round(seconds, 1),
     reservations: segments,
     "most per name": maxSegments,
     "calls that waited": stalls,
+    "waited after round 1": stalls - (stallsAfterRound1 ?? 0),
     "waited after 1 s": stalls - (stallsAt1s ?? stalls),
     "IDs held at the end": held,
     "calls failed": failed,
@@ -223,11 +240,13 @@ async function start(name: string): Promise<Worker> {
 }
 
 async function rolling(kill: boolean): Promise<void> {
+  if (!PARTS.has("density")) return;
   const name = field("rolling", kill ? "kill" : "clean");
   // The workers' hash is "kvid" (default options).
   const counterOf = async () =>
     BigInt((await command(server.url, "HGET", "kvid", name) as string | null) ?? "0");
   const before = await counterOf();
+  const pooledBefore = 0; // a new counter
   const commandsBefore = await commandCalls(server.url);
   const workers = await Promise.all(Array.from({ length: PROCESSES }, () => start(name)));
   const t0 = performance.now();
@@ -248,11 +267,18 @@ async function rolling(kill: boolean): Promise<void> {
     workers[e.slot] = await start(name);
   }
   for (const w of workers) taken += await w.stop(kill);
-  const rise = Number((await counterOf()) - before);
+  // IDs in the counter's pool (given back, taken by the next reservation first) are not lost.
+  const pooled = async () => {
+    const pool = await command(server.url, "HGET", "kvid", `\0pool:${name}`) as string | null;
+    let n = 0;
+    for (const m of (pool ?? "").matchAll(/(\d+)-(\d+)/g)) n += Number(m[2]) - Number(m[1]) + 1;
+    return n;
+  };
+  const rise = Number((await counterOf()) - before) - (await pooled() - pooledBefore);
   const commands = commandDelta(commandsBefore, await commandCalls(server.url));
   metric("deploy", `density, ${PROCESSES} rolling processes, ${kill ? "SIGKILL" : "close()"}`, {
     "handed out": taken,
-    "counter rise": rise,
+    "counter rise less pooled": rise,
     density: round(taken / rise),
     restarts,
     "commands per restart": round(commands / (restarts + PROCESSES), 1),

@@ -680,7 +680,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#probeWanted = false;
     this.#inflight = this.#reserve().finally(() => {
       this.#inflight = undefined;
-      this.#pump();
+      // Callers waiting: the next reservation now. Only a prefetch: from a task of its own, so
+      // the caller just served resumes first (a new name's first ID: it was ~30 µs later).
+      if (this.#demand > 0 || this.#probeWanted) this.#pump();
+      else if (this.#buf.wantsNext) this.#prefetchSoon();
     });
   }
 

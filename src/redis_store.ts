@@ -113,9 +113,11 @@ export class LuaScript {
       (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
     );
     if (!this.#sent.has(client)) {
-      const reply = await client.eval(this.source, keys, args);
+      // Marked when sent: the EVALSHA of a reservation made meanwhile reaches the server after
+      // this EVAL on the same connection (10,000 new names at once sent the script once, not
+      // 10,000 times); a cluster node that has not seen it answers NOSCRIPT, handled below.
       this.#sent.add(client);
-      return reply;
+      return await client.eval(this.source, keys, args);
     }
     try {
       return await client.evalsha(await this.#sha, keys, args);
@@ -581,6 +583,36 @@ export async function waitForAof(
   ms: number,
 ): Promise<boolean> {
   if (withoutWaitAof.has(client)) return false;
+  // The first WAITAOF on a client finds out whether the server has it; reservations made
+  // meanwhile wait for that answer rather than each sending one (10,000 new names at once on
+  // Redis 7.0 sent 10,000 WAITAOF that all failed).
+  const probe = aofProbes.get(client);
+  if (probe !== undefined) {
+    await probe.catch(() => {});
+    if (withoutWaitAof.has(client)) return false;
+  } else if (!aofKnown.has(client)) {
+    const sent = sendWaitAof(client, key, field, ms);
+    aofProbes.set(client, sent);
+    try {
+      return await sent;
+    } finally {
+      aofProbes.delete(client);
+    }
+  }
+  return await sendWaitAof(client, key, field, ms);
+}
+
+// A client's first WAITAOF, in flight: the others wait for what it finds.
+const aofProbes = new WeakMap<RedisClient, Promise<boolean>>();
+// Clients whose server answered WAITAOF once (it has the command).
+const aofKnown = new WeakSet<RedisClient>();
+
+async function sendWaitAof(
+  client: RedisClient,
+  key: string,
+  field: string,
+  ms: number,
+): Promise<boolean> {
   const where = { key, field };
   let reply: unknown;
   try {
@@ -629,6 +661,7 @@ export async function waitForAof(
       where,
     );
   }
+  aofKnown.add(client);
   if (local.value < 1n) {
     throw new KvIdError(
       "timeout",
