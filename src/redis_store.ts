@@ -7,9 +7,20 @@
 import { KvIdError } from "./errors.ts";
 import { describe } from "./validate.ts";
 import { own } from "./shutdown.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
 import { poolField, stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
+import { isNoScripting, LuaScript } from "./lua_script.ts";
+import { probeRedis } from "./durability.ts";
+
+export { isNoScripting, LuaScript };
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -89,57 +100,12 @@ export interface RedisClient {
  */
 export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
 
-/**
- * A Lua script: sent whole with `EVAL` on its first use on a client (which also loads it into the
- * server's script cache), then run with `EVALSHA`, sent whole again when the server answers
- * `NOSCRIPT` (after a restart or `SCRIPT FLUSH`). A fresh process's first reservation is one round
- * trip, not a `NOSCRIPT` then an `EVAL`.
- */
-export class LuaScript {
-  /** The script's source. */
-  readonly source: string;
-  #sha: Promise<string> | undefined;
-  // Clients this script was sent to whole: EVALSHA from then on.
-  readonly #sent = new WeakSet<RedisClient>();
-
-  /** @param source The script's source. */
-  constructor(source: string) {
-    this.source = source;
-  }
-
-  /** Run the script on `client` with `keys` (every key it touches) and `args`. */
-  async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
-    this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(
-      (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
-    );
-    if (!this.#sent.has(client)) {
-      // Marked when sent: the EVALSHA of a reservation made meanwhile reaches the server after
-      // this EVAL on the same connection (10,000 new names at once sent the script once, not
-      // 10,000 times); a cluster node that has not seen it answers NOSCRIPT, handled below.
-      this.#sent.add(client);
-      return await client.eval(this.source, keys, args);
-    }
-    try {
-      return await client.evalsha(await this.#sha, keys, args);
-    } catch (err) {
-      // The reply's code, not any word: Valkey's NOPERM names the user ("User noscript has no
-      // permissions to run the 'evalsha' command"), which must not make it send EVAL.
-      if (!/(^|: )NOSCRIPT\b/.test(errorMessage(err).replace(/^-/, ""))) throw err;
-      return await client.eval(this.source, keys, args);
-    }
-  }
-}
-
-/** True when the server refused to run a script because it has no scripting. */
-export function isNoScripting(err: unknown): boolean {
-  return /unknown command|not supported|scripting/i.test(errorMessage(err));
-}
-
 // Refuses a counter that interleaved servers own (its layout field exists: a plain increment
 // of their cycle counter would repeat IDs). Raises the field to ARGV[4] if it is below the floor
-// ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, and returns
-// the value as a string so values above 2^53 survive. A non-integer field is left for HINCRBY to
-// refuse.
+// ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, removes a TTL
+// the hash has (an expired hash would restart every counter at 1), and returns the value as a
+// string so values above 2^53 survive, whether it raised, and the TTL removed. A non-integer
+// field is left for HINCRBY to refuse.
 /**
  * Lua: `below(a, b)` is `a < b` for decimal integer strings without leading zeros (`b` not
  * negative), compared as text so counters above 2^53 are never rounded through Lua's doubles.
@@ -179,6 +145,8 @@ if ARGV[5] ~= '' then
   local n = step and string.match(step, '^%d+$') and #step < 16 and tonumber(step)
   if n and n > count then count = math.min(n, tonumber(ARGV[6])) end
 end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
 if ARGV[7] ~= '' then
   local pool = redis.call('HGET', KEYS[1], ARGV[7])
   if pool and raised == 1 then
@@ -201,12 +169,12 @@ if ARGV[7] ~= '' then
     if first ~= nil then
       if #kept == 0 then redis.call('HDEL', KEYS[1], ARGV[7])
       else redis.call('HSET', KEYS[1], ARGV[7], table.concat(kept, ' ')) end
-      return {last, raised, 0, first, step}
+      return {last, raised, 0, first, step, ttl}
     end
   end
 end
 redis.call('HINCRBY', KEYS[1], ARGV[1], count)
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step}`,
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`,
 );
 
 // Compare-and-set: lower the counter to ARGV[3] only if it still holds ARGV[2] (the end of the
@@ -368,9 +336,19 @@ export class RedisStore implements Store {
         if (reply !== undefined) return reply;
       }
       await this.#checkPlain(client, key, field);
-      const value = parseInteger(await client.hincrby(key, field, count));
+      // Sent together, one round trip: PERSIST right after the increment removes a TTL on the
+      // hash (not atomically, as the script does; between the two only an expiry in that
+      // instant can intervene).
+      const [reply, persisted] = await Promise.all([
+        client.hincrby(key, field, count),
+        client.sendCommand?.("PERSIST", [key]).catch(() => undefined),
+      ]);
+      const value = parseInteger(reply);
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
-      if (value.exact) return { ranges: [range(value.value, count)], raised: false };
+      const ttlRemovedMs = Number(String(persisted)) === 1 ? -1 : 0;
+      if (value.exact) {
+        return { ranges: [range(value.value, count)], raised: false, ttlRemovedMs };
+      }
       // A numeric reply at or above 2^53 may be rounded: the range it stands for is unknown, so
       // it is spent and never handed out. Number mode cannot go there anyway.
       if (!options.exact) {
@@ -413,6 +391,28 @@ export class RedisStore implements Store {
         return false;
       }
       throw toKvIdError(err, key, field);
+    }
+  }
+
+  /**
+   * What the server can lose for hash `key` (`INFO`, `CONFIG GET`, `PTTL`: one round trip);
+   * see {@linkcode Store.durability} and {@linkcode probeRedis}.
+   */
+  async durability(key: string, options: DurabilityOptions): Promise<StoreDurability> {
+    let client: RedisClient;
+    try {
+      client = await resolveRedis(this.#source);
+    } catch (cause) {
+      throw new KvIdError("connection", "the Redis client factory failed", {
+        key,
+        field: options.field,
+        cause,
+      });
+    }
+    try {
+      return await probeRedis(client, key, options);
+    } catch (err) {
+      throw toKvIdError(err, key, options.field);
     }
   }
 
@@ -510,7 +510,13 @@ export class RedisStore implements Store {
         remembered <= BigInt(Number.MAX_SAFE_INTEGER)
       ? Number(remembered)
       : undefined;
-    return { ranges: [{ first, last: last.value }], raised: Number(reply[1]) === 1, step };
+    const ttlRemovedMs = Number(String(reply[5] ?? 0)) || 0;
+    return {
+      ranges: [{ first, last: last.value }],
+      raised: Number(reply[1]) === 1,
+      step,
+      ttlRemovedMs,
+    };
   }
 
   /**
