@@ -6,7 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { KvId, type RedisClient } from "../mod.ts";
+import { DailyId, KvId, type RedisClient } from "../mod.ts";
+import { RedisStore } from "../src/redis_store.ts";
 import { poolField, stepField } from "../src/store.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
@@ -139,5 +140,42 @@ Deno.test({
     assert.deepEqual(reservations(counting.sent), ["EVAL/7", "EVALSHA/7"]);
     await gen.close();
     await other.close();
+  },
+});
+
+Deno.test({
+  name:
+    "give-back: a DailyId's unused IDs go to the day's pool; a counter of interleaved servers is left alone",
+  timeout: 30_000,
+  fn: async () => {
+    await using server = await startServer();
+    await using client = await openClient("node-redis", server.url);
+    const redis = client.redis;
+    const clock = () => Date.UTC(2026, 10, 30, 12);
+    const options = { redis, clock, minStep: 100, maxStep: 100, prefetchAt: 0 };
+    const a = new DailyId("d", options);
+    const b = new DailyId("d", options);
+    assert.equal(await a.next(), 20261130000001);
+    assert.equal(await b.next(), 20261130000101);
+    await a.close();
+    const c = new DailyId("d", options);
+    assert.equal(await c.next(), 20261130000002, "the day's pool first");
+    await b.close();
+    await c.close();
+
+    // A counter whose layout field says interleaved servers own it: nothing lowered or pooled.
+    await command(
+      server.url,
+      "HSET",
+      "kvid",
+      "\0layout:x",
+      "v1 servers=2 block=10 index=0",
+      "x",
+      "3",
+    );
+    const store = new RedisStore(redis);
+    assert.equal(await store.giveBack("kvid", "x", [{ first: 1n, last: 5n }]), 0);
+    assert.equal(await command(server.url, "HGET", "kvid", "x"), "3");
+    assert.equal(await command(server.url, "HGET", "kvid", poolField("x")), null);
   },
 });
