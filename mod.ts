@@ -46,8 +46,9 @@
  * services; the doubling rule stays the default for compatibility with the Rust crate's behaviour.
  *
  * **The remembered step** (`rememberStep: true`, the default): a generator writes its step next to the
- * counter, in the field `"\0step:<name>"` of the same hash, when it changed (at most every 10 s) and
- * on `close()`; a new generator without `initialStep` reads it in its first reservation (the same
+ * counter, in the field `"\0step:<name>"` of the same hash, when it changed (at most every 10 s, the
+ * first time 10 s after its first reservation, so a process killed young does not pass on a step it
+ * doubled at once) and on `close()`; a new generator without `initialStep` reads it in its first reservation (the same
  * script, one round trip for the first ID; a separate lookup before it on Deno KV and without `guard`)
  * and starts there, within `minStep`..`maxStep`, so a restarted or newly scaled process skips
  * the ramp-up; the step rule then adapts it as before. Last writer wins. A counter that never left

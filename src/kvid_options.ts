@@ -120,8 +120,8 @@ export interface KvIdOptions {
    */
   giveBack?: boolean;
   /**
-   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
-   * and on `close()`) and, without `initialStep`, start from the remembered one (within
+   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s,
+   * the first time 10 s after the first reservation, and on `close()`) and, without `initialStep`, start from the remembered one (within
    * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
    * ramp-up. Needs scripting; the Rust crate ignores the field.
    *
