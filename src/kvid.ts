@@ -797,7 +797,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
           waitMs: this.#timeout * 0.9,
           loadStep,
           maxCount: this.#maxStep,
-          pool: this.#options.giveBack !== false && store.giveBack !== undefined,
+          // The pool is read by the guard script: plain HINCRBY (guard: false) never takes from it.
+          pool: this.#guard && this.#options.giveBack !== false && store.giveBack !== undefined,
         });
       const attempt = (async () => {
         // First use: the store is read before anything is reserved (a refused server is left

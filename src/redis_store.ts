@@ -332,7 +332,8 @@ export class RedisStore implements Store {
     try {
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
-        const reply = await this.#script(client, key, field, count, { ...options, floor });
+        const pool = options.guard && options.pool === true; // the floor bounds what it takes
+        const reply = await this.#script(client, key, field, count, { ...options, floor, pool });
         if (reply !== undefined) return reply;
       }
       await this.#checkPlain(client, key, field);
@@ -361,7 +362,10 @@ export class RedisStore implements Store {
       // bigint mode: read the next range exactly through the script (its reply is a string).
       this.#rounding = true;
       if (this.#scripting) {
-        const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+        // Only the increment's exact value is wanted here: never the pool (a pooled range may
+        // lie below what the caller holds, which the floor 0 would not exclude).
+        const exactOnly = { ...options, floor: 0n, pool: false, loadStep: false };
+        const reply = await this.#script(client, key, field, count, exactOnly);
         if (reply !== undefined) return reply;
       }
       throw new KvIdError(
