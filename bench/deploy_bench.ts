@@ -145,7 +145,16 @@ async function rampUp(): Promise<void> {
   let issued = 0;
   let failed = 0;
   const sum = (f: (g: KvId) => number) => gens.reduce((n, g) => n + f(g), 0);
+  // Per name, the calls that had waited when its first reservation landed (seen at a round's
+  // start): the waits after it are what a slow ramp-up costs.
+  const atFirst = new Array<number | undefined>(NAMES);
+  const markFirst = () => {
+    gens.forEach((g, i) => {
+      if (atFirst[i] === undefined && g.stats().segments > 0) atFirst[i] = g.stats().stalls;
+    });
+  };
   for (let tick = 0; tick < RAMP_TICKS; tick++) {
+    markFirst();
     for (const g of gens) calls.push(g.next().catch(() => failed++));
     issued += gens.length;
     if (tick === 0) stallsAfterRound1 = sum((g) => g.stats().stalls);
@@ -159,6 +168,8 @@ async function rampUp(): Promise<void> {
     await new Promise((r) => setTimeout(r, RAMP_TICK_MS));
   }
   await Promise.all(calls);
+  markFirst();
+  const afterFirst = gens.reduce((n, g, i) => n + g.stats().stalls - (atFirst[i] ?? 0), 0);
   const seconds = (performance.now() - start) / 1000;
   const stalls = sum((g) => g.stats().stalls);
   const segments = sum((g) => g.stats().segments);
@@ -173,6 +184,7 @@ async function rampUp(): Promise<void> {
     "calls that waited": stalls,
     "waited after round 1": stalls - (stallsAfterRound1 ?? 0),
     "waited after 1 s": stalls - (stallsAt1s ?? stalls),
+    "waited after the name's first reservation": afterFirst,
     "IDs held at the end": held,
     "calls failed": failed,
   });
