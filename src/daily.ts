@@ -11,6 +11,8 @@
  */
 
 import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
+import type { Codec } from "./codec/codec.ts";
+import { dailyForm } from "./codec/daily.ts";
 import { defaultRedis } from "./configure.ts";
 import {
   cleanupFrom,
@@ -136,6 +138,12 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   readonly timeZone: string;
   /** How IDs are handed out. */
   readonly format: DailyIdFormat;
+  /**
+   * The form IDs are handed out in, as a codec of `@kvid/core/codec` (`dailyForm(format,
+   * digits)`): `codec.encode(yyyymmdd * 10^digits + seq)` is the ID. Compose it, e.g.
+   * `prefix("ORD", ORDER_NO.codec)` for a `string` DailyId.
+   */
+  readonly codec: Codec<T>;
   /**
    * The next ID of today. Resolves without I/O while IDs are buffered; otherwise waits for a
    * reservation, at most `timeout` ms. Rejects with a {@linkcode KvIdError}: `"overflow"` when
@@ -282,7 +290,7 @@ const OPTION_NAMES = new Set<string>([
   "minStep",
   "maxStep",
 ]);
-const FORMAT_CODE = { number: 0, bigint: 1, string: 2 } as const;
+const FORMATS = new Set<string>(["number", "bigint", "string"]);
 
 class DailyIdImpl<T extends number | bigint | string> extends EventTarget implements DailyId<T> {
   readonly name: string;
@@ -290,7 +298,10 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly digits: number;
   readonly timeZone: string;
   readonly format: DailyIdFormat;
-  readonly #fmt: 0 | 1 | 2;
+  readonly codec: Codec<T>;
+  /** The ID is computed in bigints when it may pass 2^53 (digits > 7), else in numbers. */
+  readonly #wide: boolean;
+  readonly #digitsForm: Codec<string>;
   readonly #zone: ZonedDays;
   readonly #clock: () => number;
   readonly #inner: KvIdOptions & { bigint?: false };
@@ -345,7 +356,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       }
     }
     const format = options.format ?? "number";
-    if (!Object.hasOwn(FORMAT_CODE, format)) {
+    if (typeof format !== "string" || !FORMATS.has(format)) {
       throw new TypeError(
         `DailyId option format must be "number", "bigint" or "string", got ${describe(format)}`,
       );
@@ -417,7 +428,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.digits = digits;
     this.timeZone = zone.timeZone;
     this.format = format;
-    this.#fmt = FORMAT_CODE[format];
+    this.codec = dailyForm(format, digits) as Codec<T>;
+    this.#wide = digits > MAX_DIGITS.number;
+    this.#digitsForm = dailyForm("string", digits);
     this.#zone = zone;
     this.#clock = options.clock ?? Date.now;
     this.#inner = inner;
@@ -454,14 +467,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         this.#fill();
         throw this.#overflowError();
       }
-      switch (this.#fmt) {
-        case 0:
-          return (this.#base + seq) as T;
-        case 1:
-          return (this.#baseBig + BigInt(seq)) as T;
-        default:
-          return (this.#day!.text + String(seq).padStart(this.digits, "0")) as T;
-      }
+      return this.codec.encode(this.#wide ? this.#baseBig + BigInt(seq) : this.#base + seq);
     }
   }
 
@@ -489,32 +495,30 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       }
       // Rewrite in place: one array per batch.
       const out = seqs as unknown as T[];
-      if (this.#fmt === 0) {
-        const base = this.#base;
-        for (let i = 0; i < count; i++) out[i] = (base + seqs[i]) as T;
-      } else if (this.#fmt === 1) {
+      const codec = this.codec;
+      if (this.#wide) {
         const base = this.#baseBig;
-        for (let i = 0; i < count; i++) out[i] = (base + BigInt(seqs[i])) as T;
+        for (let i = 0; i < count; i++) out[i] = codec.encode(base + BigInt(seqs[i]));
       } else {
-        const prefix = this.#day!.text;
-        for (let i = 0; i < count; i++) {
-          out[i] = (prefix + String(seqs[i]).padStart(this.digits, "0")) as T;
-        }
+        const base = this.#base;
+        for (let i = 0; i < count; i++) out[i] = codec.encode(base + seqs[i]);
       }
       return out;
     }
   }
 
   parse(id: number | bigint | string): DailySerial {
-    const text = typeof id === "string" ? id : String(id);
+    // Any of the three forms: its decimal digits are the string form's.
     const len = 8 + this.digits;
-    if (
-      (typeof id !== "string" && typeof id !== "number" && typeof id !== "bigint") ||
-      text.length !== len || !/^\d+$/.test(text)
-    ) {
+    let value: bigint;
+    try {
+      if (typeof id !== "string" && typeof id !== "number" && typeof id !== "bigint") throw id;
+      value = this.#digitsForm.decode(typeof id === "string" ? id : String(id));
+    } catch {
       throw new RangeError(`not a daily serial of ${len} digits: ${describe(id)}`);
     }
-    return { day: text.slice(0, 8), seq: Number(text.slice(8)) };
+    const scale = 10n ** BigInt(this.digits);
+    return { day: String(value / scale).padStart(8, "0"), seq: Number(value % scale) };
   }
 
   async cleanup(options: { keepDays: number }): Promise<number> {
