@@ -29,6 +29,8 @@
  * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers             |
  * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
  * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
+ * | `encode [ID ...] [--form F --width N --encrypt ...]`       | writes IDs in a public form (`@kvid/core/codec`); no server                |
+ * | `decode [TEXT ...] [same options]`                         | reads public forms back into IDs                                           |
  *
  * Every command takes `--help`. `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
@@ -38,6 +40,11 @@
  * generators take their next segment above it. Exit codes: 0 done; 1 the command failed (no such
  * counter, refused to lower, wrong type); 2 bad arguments; 3 the server could not be reached or used
  * (network, auth, timeout). The CLI uses node-redis (`npm:redis`) and owns its connection.
+ *
+ * `encode` and `decode` take values as arguments or, without any, one a line on standard input
+ * (`kvid next order -n 1000 | kvid encode --form base62 --width 7`). `--encrypt` is the keyed form
+ * (FF1), with the key in hex in `$KVID_ID_KEY` (never an argument: `ps` and shell history show
+ * those); `--tweak` should be the generator's name. `kvid encode --help` lists the options.
  *
  * A counter of interleaved servers (`redis: [a, b]`) holds, on each server, that server's next block
  * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
@@ -283,6 +290,17 @@ export async function main(args: string[]): Promise<number> {
     else console.error(`kvid: ${message}`);
     return exit;
   };
+  if (args[0] === "encode" || args[0] === "decode") {
+    // Public forms: no server; loaded here so the other commands do not load the cipher.
+    const { codecCommand, processIo } = await import("./cli/codec.ts");
+    try {
+      return await codecCommand(args[0], args.slice(1), processIo());
+    } catch (err) {
+      if (err instanceof CliError) return fail(err.exit, err.message);
+      if (err instanceof Deno.errors.BrokenPipe) return EXIT.ok;
+      throw err;
+    }
+  }
   let parsed;
   try {
     parsed = parse(args);

@@ -74,6 +74,8 @@ Commands:
   floor <name> <value>          Raise a counter to at least <value>; never lowers one
   daily <name>                  Print the day counters of a daily serial (DailyId)
   cleanup <name> --keep-days N  Delete old day counters of a daily serial (DailyId)
+  encode [ID ...]               Write IDs in a public form (fixed width, radix 36/62, keyed)
+  decode [TEXT ...]             Read public forms back into IDs (see "kvid encode --help")
 
 Run "kvid <command> --help" for a command's details.
 
