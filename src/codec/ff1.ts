@@ -65,6 +65,8 @@ export class Ff1 {
   readonly #block = new Uint8Array(16);
 
   /**
+   * Expand the key and precompute what every encryption of this length and tweak shares.
+   *
    * @param key The AES key: 16, 24 or 32 bytes (AES-128, -192, -256).
    * @param radix The radix, 2 to 65,536.
    * @param length The numeral string length `n`, with radix^n ≥ 10^6 and radix^ceil(n/2) ≤ 2^53.

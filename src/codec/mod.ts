@@ -127,6 +127,9 @@
  *   `nextPair`, `decode`); `DailyId`'s own `codec` composes like any other.
  * - The CLI: `kvid encode` and `kvid decode` (`@kvid/core/cli`), the key from `KVID_ID_KEY`,
  *   values as arguments or one a line on standard input.
+ * - The service (`@kvid/core/server`): `KVID_FORMATS="order=decimal:12:encrypted"` (see
+ *   {@linkcode parseForms}) with the key in `KVID_ID_KEY`, or the `codecs` option of
+ *   `createHandler`: `/v1/ids/order` then answers each raw ID with its public form.
  *
  * @module
  */
@@ -144,6 +147,7 @@ export {
   parseKeys,
 } from "./encrypted.ts";
 export { Ff1 } from "./ff1.ts";
+export { parseForms } from "./forms.ts";
 export {
   type EncodedId,
   type EncodedIds,

@@ -8,6 +8,8 @@
 
 import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
+import { parseForms } from "../codec/forms.ts";
+import { parseKeys } from "../codec/encrypted.ts";
 import type { RedisSource } from "../redis_store.ts";
 import type { ServiceOptions } from "./options.ts";
 
@@ -27,6 +29,8 @@ export interface EnvConfig {
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
  *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ * - `KVID_FORMATS` (`order=decimal:12:encrypted,...`, see `parseForms` of `@kvid/core/codec`)
+ *   and `KVID_ID_KEY` (hex, see `parseKeys`): the option `codecs`.
  *
  * Nothing connects until the first request.
  *
@@ -67,6 +71,12 @@ export function optionsFromEnv(
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
   };
+  const forms = get("KVID_FORMATS");
+  if (forms) {
+    const key = get("KVID_ID_KEY");
+    // Errors name the variable and a length, never the key.
+    base.codecs = parseForms(forms, key ? parseKeys(key) : undefined);
+  }
   const url = get("KVID_REDIS_URL");
   if (url) {
     const redis = connectNodeRedis(url, base.timeout ?? 5_000);
