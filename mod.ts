@@ -414,4 +414,5 @@ export type {
 export type { StepRule } from "./src/step.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
-// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv".
+// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv"; public forms of IDs (fixed
+// width, radix 36/62, keyed FF1 encryption) are "@kvid/core/codec".

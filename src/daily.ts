@@ -82,6 +82,10 @@ import { checkInteger, describe } from "./validate.ts";
  *   dates the IDs.
  * - When seq would pass `10^digits - 1`, calls reject with an `"overflow"` `KvIdError` until the day
  *   ends: an ID never spills into another day's numbers.
+ * - The forms are codecs of `@kvid/core/codec` (`codec`, from `dailyForm(format, digits)`). Daily
+ *   serials reveal the date and the day's volume; to show ones that reveal neither, wrap a `number`
+ *   or `bigint` DailyId: `withCodec(ORDER_NO, encrypted(decimal(14), { keys, tweak: "order" }))`
+ *   (keep the serial itself as the database key).
  *
  * **Midnight.** Each process dates IDs by its own clock. At local midnight (computed correctly on 23-
  * and 25-hour DST days and where midnight does not exist), IDs buffered for the previous day are

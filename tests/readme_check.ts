@@ -12,6 +12,7 @@ const root = new URL("../", import.meta.url);
 const readme = await Deno.readTextFile(new URL("README.md", root));
 const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
   exports: Record<string, string>;
+  imports: Record<string, string>;
 };
 
 const dir = await Deno.makeTempDir({ prefix: "kvid-readme-" });
@@ -28,7 +29,14 @@ try {
     await Deno.writeTextFile(file, body.join("\n") + "\n");
     files.push(file);
   }
+  // The package's own dependencies (e.g. `@noble/ciphers/aes.js` of ./codec), subpaths included:
+  // an import map file, unlike deno.json, does not extend "name" to "name/...".
   const imports: Record<string, string> = {};
+  for (const [name, target] of Object.entries(config.imports)) {
+    imports[name] = target;
+    const npm = /^npm:(@?[^@]+)@(.+)$/.exec(target);
+    if (npm) imports[`${name}/`] = `npm:/${npm[1]}@${npm[2]}/`;
+  }
   for (const [name, path] of Object.entries(config.exports)) {
     imports[`jsr:@kvid/core${name.slice(1)}`] = new URL(path, root).href;
     imports[`@kvid/core${name.slice(1)}`] = new URL(path, root).href;

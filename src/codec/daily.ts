@@ -6,11 +6,9 @@
  * @module
  */
 
+import type { DailyIdFormat } from "../daily_options.ts";
 import { asBigInt, asNumber, type Codec } from "./codec.ts";
 import { decimal } from "./radix.ts";
-
-/** How `DailyId` hands out IDs: `number` (default), `bigint` or zero-padded `string`. */
-export type DailyFormat = "number" | "bigint" | "string";
 
 /**
  * The codec of a `DailyId` form: `number` is {@linkcode asNumber}, `bigint`
@@ -53,8 +51,8 @@ export function dailyForm(format: "string", digits: number): Codec<string>;
  * @param format The `DailyId` format.
  * @param digits Digits of the per-day sequence.
  */
-export function dailyForm(format: DailyFormat, digits: number): Codec<number | bigint | string>;
-export function dailyForm(format: DailyFormat, digits: number): Codec<number | bigint | string> {
+export function dailyForm(format: DailyIdFormat, digits: number): Codec<number | bigint | string>;
+export function dailyForm(format: DailyIdFormat, digits: number): Codec<number | bigint | string> {
   const max = 99991231n * 10n ** BigInt(digits) + 10n ** BigInt(digits) - 1n;
   switch (format) {
     case "number":

@@ -138,7 +138,7 @@ export { asBigInt, asNumber, checkId, type Codec, MAX_ID } from "./codec.ts";
 export { BASE36, base36, BASE62, base62, DECIMAL, decimal, maxWidth, radix } from "./radix.ts";
 export type { RadixCodec } from "./radix.ts";
 export { prefix, suffix } from "./affix.ts";
-export { dailyForm, type DailyFormat } from "./daily.ts";
+export { dailyForm } from "./daily.ts";
 export {
   encrypted,
   type EncryptedCodec,
