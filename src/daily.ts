@@ -12,7 +12,7 @@
 
 import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
 import type { Codec } from "./codec/codec.ts";
-import { dailyForm } from "./codec/daily.ts";
+import { dailyForm, dayForm } from "./codec/daily.ts";
 import { defaultRedis } from "./configure.ts";
 import {
   cleanupFrom,
@@ -303,8 +303,6 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly timeZone: string;
   readonly format: DailyIdFormat;
   readonly codec: Codec<T>;
-  /** The ID is computed in bigints when it may pass 2^53 (digits > 7), else in numbers. */
-  readonly #wide: boolean;
   readonly #digitsForm: Codec<string>;
   readonly #zone: ZonedDays;
   readonly #clock: () => number;
@@ -323,8 +321,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   // From this instant on, a call may still be waiting when the day ends (it waits at most
   // `timeout`): its result is checked against the clock again. Before it, one read is enough.
   #recheckFrom = -Infinity;
-  #base = 0;
-  #baseBig = 0n;
+  /** Today's form: a codec of seq giving today's IDs (`dayForm`), set when a day starts. */
+  #dayForm: Codec<T> | undefined;
   #full = false;
   #closed = false;
   #days = 0;
@@ -433,7 +431,6 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.timeZone = zone.timeZone;
     this.format = format;
     this.codec = dailyForm(format, digits) as Codec<T>;
-    this.#wide = digits > MAX_DIGITS.number;
     this.#digitsForm = dailyForm("string", digits);
     this.#zone = zone;
     this.#clock = options.clock ?? Date.now;
@@ -471,7 +468,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         this.#fill();
         throw this.#overflowError();
       }
-      return this.codec.encode(this.#wide ? this.#baseBig + BigInt(seq) : this.#base + seq);
+      return this.#dayForm!.encode(seq);
     }
   }
 
@@ -499,14 +496,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       }
       // Rewrite in place: one array per batch.
       const out = seqs as unknown as T[];
-      const codec = this.codec;
-      if (this.#wide) {
-        const base = this.#baseBig;
-        for (let i = 0; i < count; i++) out[i] = codec.encode(base + BigInt(seqs[i]));
-      } else {
-        const base = this.#base;
-        for (let i = 0; i < count; i++) out[i] = codec.encode(base + seqs[i]);
-      }
+      const form = this.#dayForm!;
+      for (let i = 0; i < count; i++) out[i] = form.encode(seqs[i]);
       return out;
     }
   }
@@ -596,8 +587,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     });
     this.#gen = gen;
     this.#day = day;
-    this.#base = day.ymd * 10 ** this.digits;
-    this.#baseBig = BigInt(day.ymd) * 10n ** BigInt(this.digits);
+    this.#dayForm = dayForm(this.format, this.digits, day.text) as Codec<T>;
     this.#full = false;
     this.#days++;
     if (this.#keepDays !== undefined) {

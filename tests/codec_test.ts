@@ -16,9 +16,11 @@ import {
   base62,
   type Codec,
   dailyForm,
+  dayForm,
   decimal,
   encrypted,
   Ff1,
+  offset,
   parseKeys,
   prefix,
   radix,
@@ -74,6 +76,11 @@ const FORMS: { name: string; codec: Codec<string>; pattern: RegExp }[] = [
     pattern: /^a[0-9A-Za-z]{7}$/,
   },
   {
+    name: "offset(100000n, decimal(6))",
+    codec: offset(100_000n, decimal(6)),
+    pattern: /^[1-9]\d{5}$/,
+  },
+  {
     name: 'prefix("ORD", encrypted(decimal(6)))',
     codec: prefix("ORD", encrypted(decimal(6), { keys: { "7": KEY_A } })),
     pattern: /^ORD7\d{6}$/,
@@ -124,6 +131,32 @@ Deno.test("decode(encode(x)) = x at the domain's edges and random points, every 
       { seed: 26, numRuns: 500 },
     );
   }
+});
+
+Deno.test("DailyId's day forms equal its whole-ID forms: seq of a day, and the ID of that seq", () => {
+  const days = fc.integer({ min: Date.UTC(1000, 0, 1), max: Date.UTC(9999, 11, 31) }).map((t) =>
+    new Date(t).toISOString().slice(0, 10).replaceAll("-", "")
+  );
+  fc.assert(
+    fc.property(
+      days,
+      fc.constantFrom("number", "bigint", "string") as fc.Arbitrary<"number" | "bigint" | "string">,
+      fc.integer({ min: 1, max: 10 }),
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      (day, format, digits, at) => {
+        if (format === "number" && digits > 7) return;
+        const seq = Math.max(1, Math.floor(at * (10 ** digits - 1)));
+        const id = BigInt(day) * 10n ** BigInt(digits) + BigInt(seq);
+        const whole = dailyForm(format, digits);
+        const shown = dayForm(format, digits, day).encode(seq);
+        assert.equal(shown, whole.encode(id));
+        assert.equal(typeof shown, format);
+        assert.equal(whole.decode(shown as never), id);
+        assert.equal(String(shown), day + String(seq).padStart(digits, "0"));
+      },
+    ),
+    { seed: 26, numRuns: 1000 },
+  );
 });
 
 Deno.test("the keyed form is a bijection: all 10^6 IDs of 6 digits, every output once (exhaustive)", () => {

@@ -180,3 +180,69 @@ export function asBigInt(max: bigint = MAX_ID): Codec<bigint> {
   }
   return new BigIntCodec(max);
 }
+
+class Offset<T> implements Codec<T> {
+  readonly max: bigint;
+  readonly #big: bigint;
+  readonly #number: number; // the offset as a number, when the sum of two safe numbers is safe
+  readonly #numberMax: number;
+  constructor(offset: bigint, readonly inner: Codec<T>) {
+    this.max = inner.max - offset;
+    this.#big = offset;
+    this.#number = Number(offset);
+    // A number ID up to this, plus the offset, stays a safe integer within the inner domain.
+    const top = inner.max < MAX_SAFE ? inner.max : MAX_SAFE;
+    this.#numberMax = top >= offset ? Number(top - offset) : -1;
+  }
+  encode(id: number | bigint): T {
+    // DailyId's hot path: a small seq plus the day's base, in numbers.
+    if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#numberMax) {
+      return this.inner.encode(this.#number + id);
+    }
+    return this.inner.encode(checkId(id, this.max) + this.#big);
+  }
+  decode(encoded: T): bigint {
+    const id = this.inner.decode(encoded) - this.#big;
+    if (id < 0n) throw malformed(`below the first ID ${this.#big}`, encoded);
+    return id;
+  }
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * IDs shifted by `offset` before the inner form: ID 0 is shown as `offset`, and IDs decode back
+ * as they were. For numbers that start at a given value (order 100001 for the first order), and
+ * `DailyId`'s day: seq plus `yyyymmdd * 10^digits`. The domain is `0..inner.max - offset`.
+ *
+ * @param offset What is added, from 0 to `inner.max`.
+ * @param inner The form of the sum.
+ *
+ * @example Order numbers from 100001 up
+ * ```ts
+ * import { decimal, offset } from "@kvid/core/codec";
+ * import assert from "node:assert/strict";
+ *
+ * const orderNo = offset(100_000n, decimal(6)); // ID 1 -> "100001"
+ * assert.equal(orderNo.encode(1), "100001");
+ * assert.equal(orderNo.decode("100001"), 1n);
+ * assert.throws(() => orderNo.encode(900_000), { code: "domain" }); // past "999999"
+ * assert.throws(() => orderNo.decode("099999"), { code: "malformed" }); // before ID 0
+ * ```
+ */
+export function offset<T>(offset: bigint, inner: Codec<T>): Codec<T> {
+  if (
+    inner === null || typeof inner !== "object" || typeof inner.encode !== "function" ||
+    typeof inner.max !== "bigint"
+  ) {
+    throw new TypeError(`offset: the inner form must be a Codec, got ${describeValue(inner)}`);
+  }
+  if (typeof offset !== "bigint" || offset < 0n || offset > inner.max) {
+    throw new RangeError(
+      `offset: the offset must be a bigint from 0 to the inner form's max ${inner.max}, got ${
+        describeValue(offset)
+      }`,
+    );
+  }
+  return new Offset(offset, inner);
+}

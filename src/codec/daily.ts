@@ -7,7 +7,8 @@
  */
 
 import type { DailyIdFormat } from "../daily_options.ts";
-import { asBigInt, asNumber, type Codec } from "./codec.ts";
+import { prefix } from "./affix.ts";
+import { asBigInt, asNumber, type Codec, offset } from "./codec.ts";
 import { decimal } from "./radix.ts";
 
 /**
@@ -64,4 +65,24 @@ export function dailyForm(format: DailyIdFormat, digits: number): Codec<number |
     default:
       throw new TypeError(`dailyForm: format must be "number", "bigint" or "string"`);
   }
+}
+
+/**
+ * The form of one day's serials: a codec of the seq (0 to `10^digits - 1`) whose outputs are the
+ * day's IDs in `format`: `prefix(yyyymmdd, decimal(digits))` for `string`, the whole-ID form
+ * after an `offset` of `yyyymmdd * 10^digits` for the others. `DailyId` makes one per day and
+ * hands out `encode(seq)` (the string form then costs a concatenation, not the decimal
+ * conversion of a 15-digit number).
+ *
+ * @param format The `DailyId` format.
+ * @param digits Digits of the per-day sequence.
+ * @param day The day, `yyyymmdd`.
+ */
+export function dayForm(
+  format: DailyIdFormat,
+  digits: number,
+  day: string,
+): Codec<number | bigint | string> {
+  if (format === "string") return prefix(day, decimal(digits));
+  return offset(BigInt(day) * 10n ** BigInt(digits), dailyForm(format, digits));
 }

@@ -30,7 +30,8 @@
  * | `base62()` (`0-9A-Za-z`, ASCII order)         | `4C92`                  | shortest, URL-safe; fixed width sorts like the ID | hides nothing; case-sensitive                      |
  * | `prefix("INV-2026-", decimal(6))`, `suffix`   | `INV-2026-...`          | readable kinds and years                         | -                                                  |
  * | `encrypted(decimal(12), { keys })`            | `1` + 12 digits         | reveals neither order nor volume without the key | trend-increasing order; authentication; key secrecy |
- * | `dailyForm(format, digits)`                   | `20261130000001`        | `DailyId`'s forms (its `codec`)                  | hides the date and the day's volume: nothing       |
+ * | `offset(100_000n, decimal(6))`                | `100001` for ID 1       | numbers that start at a given value              | hides nothing                                      |
+ * | `dailyForm(format, digits)`, `dayForm`        | `20261130000001`        | `DailyId`'s forms (its `codec`; a day's serials) | hides nothing: shows the date and the day's volume |
  *
  * Alphabets: {@linkcode DECIMAL}, {@linkcode BASE36} (lowercase, decoded strictly) and
  * {@linkcode BASE62} (`0-9`, `A-Z`, `a-z`: ASCII order, so fixed-width strings sort like their
@@ -136,11 +137,11 @@
  * @module
  */
 
-export { asBigInt, asNumber, checkId, type Codec, MAX_ID } from "./codec.ts";
+export { asBigInt, asNumber, checkId, type Codec, MAX_ID, offset } from "./codec.ts";
 export { BASE36, base36, BASE62, base62, DECIMAL, decimal, maxWidth, radix } from "./radix.ts";
 export type { RadixCodec } from "./radix.ts";
 export { prefix, suffix } from "./affix.ts";
-export { dailyForm } from "./daily.ts";
+export { dailyForm, dayForm } from "./daily.ts";
 export {
   encrypted,
   type EncryptedCodec,

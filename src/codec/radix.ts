@@ -59,6 +59,8 @@ class Radix implements RadixCodec {
   readonly #big: bigint;
   readonly #digit: Int16Array; // char code -> digit, -1 outside the alphabet
   readonly #decimal: boolean;
+  /** The largest ID taken as a number as it is: `max`, or 2^53 - 1 if that is smaller. */
+  readonly #maxNumber: number;
 
   constructor(alphabet: string, width: number | undefined) {
     this.alphabet = alphabet;
@@ -67,43 +69,40 @@ class Radix implements RadixCodec {
     this.#big = BigInt(alphabet.length);
     this.#decimal = alphabet === DECIMAL;
     this.max = width === undefined ? MAX_ID : this.#big ** BigInt(width) - 1n;
+    this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);
     this.#digit = new Int16Array(128).fill(-1);
     for (let i = 0; i < alphabet.length; i++) this.#digit[alphabet.charCodeAt(i)] = i;
   }
 
   encode(id: number | bigint): string {
     let text: string;
-    if (this.#decimal) {
-      // String() is exact for both safe integers and bigints.
-      text = typeof id === "number" && Number.isSafeInteger(id) && id >= 0
-        ? String(id)
-        : String(checkId(id, this.max));
-      if (this.width === undefined) return text;
+    if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {
+      text = this.#decimal ? String(id) : this.#numberDigits(id);
     } else {
-      const big = checkId(id, this.max);
-      text = this.#digits(big);
+      const big = checkId(id, this.max); // throws outside the domain
+      text = this.#decimal ? String(big) : this.#bigDigits(big);
     }
-    if (this.width === undefined) return text;
-    if (text.length > this.width) checkId(id, this.max); // throws: outside the domain
-    return text.length === this.width ? text : this.alphabet[0].repeat(this.width - text.length) +
-      text;
+    return this.width === undefined ? text : text.padStart(this.width, this.alphabet[0]);
   }
 
-  #digits(id: bigint): string {
+  #numberDigits(id: number): string {
     const a = this.alphabet;
     const r = this.#radix;
     let out = "";
-    if (id <= 9007199254740991n) {
-      let n = Number(id);
-      do {
-        out = a[n % r] + out;
-        n = Math.floor(n / r);
-      } while (n > 0);
-      return out;
-    }
     let n = id;
     do {
-      out = a[Number(n % this.#big)] + out;
+      out = a[n % r] + out;
+      n = Math.floor(n / r);
+    } while (n > 0);
+    return out;
+  }
+
+  #bigDigits(id: bigint): string {
+    if (id <= 9007199254740991n) return this.#numberDigits(Number(id));
+    let out = "";
+    let n = id;
+    do {
+      out = this.alphabet[Number(n % this.#big)] + out;
       n /= this.#big;
     } while (n > 0n);
     return out;
