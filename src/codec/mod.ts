@@ -29,7 +29,7 @@
  * | `base36(8)` (`0-9a-z`)                        | `0000lfls`              | shorter, one case (read aloud, type)             | hides nothing                                      |
  * | `base62()` (`0-9A-Za-z`, ASCII order)         | `4C92`                  | shortest, URL-safe; fixed width sorts like the ID | hides nothing; case-sensitive                      |
  * | `prefix("INV-2026-", decimal(6))`, `suffix`   | `INV-2026-...`          | readable kinds and years                         | -                                                  |
- * | `encrypted(decimal(12), { keys })`            | `1` + 12 digits         | reveals neither order nor volume without the key | trend-increasing order; authentication; key secrecy |
+ * | `encrypted(decimal(12), { keys })`            | `1` + 12 digits         | reveals neither order nor volume without the key | trend-increasing order; authentication             |
  * | `offset(100_000n, decimal(6))`                | `100001` for ID 1       | numbers that start at a given value              | hides nothing                                      |
  * | `dailyForm(format, digits)`, `dayForm`        | `20261130000001`        | `DailyId`'s forms (its `codec`; a day's serials) | hides nothing: shows the date and the day's volume |
  *
