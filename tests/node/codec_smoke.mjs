@@ -19,4 +19,8 @@ for (let id = 0; id < 1000; id++) {
 }
 assert.equal(seen.size, 1000);
 assert.equal(codec.base62().encode(1_000_000), "4C92");
-console.log(`codec: NIST FF1 sample 1 and 1000 round trips ok (${typeof Bun === "object" ? "Bun" : "Node"} ${process.version})`);
+console.log(
+  `codec: NIST FF1 sample 1 and 1000 round trips ok (${
+    typeof Bun === "object" ? "Bun" : "Node"
+  } ${process.version})`,
+);
