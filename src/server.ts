@@ -42,7 +42,7 @@
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
  * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
- * | `KVID_FORMATS`        | public forms by name, `order=decimal:12:encrypted,share=base62:7:encrypted` (`@kvid/core/codec`)            |
+ * | `KVID_FORMATS`        | public forms by name (`@kvid/core/codec`): `order=decimal:12:encrypted,share=base62:7:encrypted`           |
  * | `KVID_ID_KEY`         | the key(s) of the `encrypted` forms, hex (`<hex>`, or `2:<hex>,1:<hex>`); never logged                     |
  *
  * | endpoint                                   | answer                                                                                       |
