@@ -144,8 +144,9 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   readonly format: DailyIdFormat;
   /**
    * The form IDs are handed out in, as a codec of `@kvid/core/codec` (`dailyForm(format,
-   * digits)`): `codec.encode(yyyymmdd * 10^digits + seq)` is the ID. Compose it, e.g.
-   * `prefix("ORD", ORDER_NO.codec)` for a `string` DailyId.
+   * digits)`): `codec.encode(yyyymmdd * 10^digits + seq)` is the ID, `codec.decode` reads one
+   * back. Other forms wrap a `number` or `bigint` DailyId: `withCodec(ORDER_NO, prefix("BIZ",
+   * dailyForm("string", 6)))` hands out `"BIZ20261130000001"`.
    */
   readonly codec: Codec<T>;
   /**

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { KvId, KvIdError } from "../mod.ts";
+import { DailyId, KvId, KvIdError } from "../mod.ts";
 import {
   asBigInt,
   asNumber,
@@ -340,7 +340,7 @@ Deno.test("bad input: typed errors naming what was wrong", () => {
   );
 });
 
-Deno.test("withCodec on KvId against a real server: public forms, raw IDs, and a counter past the domain", async () => {
+Deno.test("withCodec on KvId and DailyId against a real server: public forms, raw IDs, and a counter past the domain", async () => {
   await using server = await startServer();
   await using client = await openClient("node-redis", server.url);
   const redis = client.redis;
@@ -361,6 +361,17 @@ Deno.test("withCodec on KvId against a real server: public forms, raw IDs, and a
   );
   assert.equal(new Set(batch).size, 100);
   await ORDER_ID.close();
+
+  // A DailyId with a prefix: CosId's BIZ250319001 shape, here with the full date.
+  await using BIZ = new DailyId("codec:biz", {
+    redis,
+    clock: () => Date.UTC(2026, 10, 30, 12),
+    digits: 3,
+  });
+  const bizNo = withCodec(BIZ, prefix("BIZ", dailyForm("string", 3)));
+  assert.deepEqual(await bizNo.nextBatch(2), ["BIZ20261130001", "BIZ20261130002"]);
+  assert.equal(BIZ.parse(Number(bizNo.decode("BIZ20261130002"))).seq, 2);
+  await BIZ.close();
 
   // A counter whose next IDs are past what 6 digits hold: the call fails, naming the counter.
   await command(server.url, "HSET", "kvid", "codec:full", "999998");
