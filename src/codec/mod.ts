@@ -118,10 +118,10 @@
  *
  * ## Costs
  *
- * `bench/codec_bench.ts`, beside `next()` and Sqids on the same IDs (2 shared cores, busy): the
- * plain forms cost a fraction of a microsecond, the keyed one about 5 µs at best and 12 to 22 µs
- * on average (ten AES blocks per ID), less than Sqids' encode (19 µs at best) and about its
- * decode; figures in bench/README.md. Negligible beside a database write; in a loop of millions,
+ * `bench/codec_bench.ts`, beside `next()` and Sqids on the same IDs, interleaved in one run (2
+ * shared cores, busy: load 6): the plain forms cost 40 to 200 ns, the keyed one 10 µs (ten AES
+ * blocks per ID; about 3 µs on a quiet core), a fifth of Sqids' encode (47 µs) and about its
+ * decode (10 µs); figures in bench/README.md. Negligible beside a database write; in a loop of millions,
  * work on the raw IDs.
  *
  * ## Where it plugs in
