@@ -34,7 +34,7 @@ naming its line). No server is involved.
 Options:
   --form F      decimal (default), base36 (0-9a-z) or base62 (0-9A-Za-z)
   --width N     fixed width, zero-padded (required with --encrypt); default: the shortest form
-  --prefix P    text before the form (after the key identifier with --encrypt)
+  --prefix P    text before the form (before the key identifier with --encrypt)
   --suffix S    text after it
   --encrypt     the keyed form: FF1 (NIST SP 800-38G) with the key in $${KEY_ENV} (hex; or
                 id:hex pairs, the first being current), a key identifier before each value
