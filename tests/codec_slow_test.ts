@@ -2,8 +2,8 @@
  * The keyed form is injective on 10 million consecutive IDs of its real domain (12 decimal
  * digits). FF1 is a permutation by construction; this checks the implementation at scale.
  *
- * Slow: each ID is ten AES blocks, 3 µs on an idle core of the reference machine and up to 20 µs
- * with both cores busy, so 30 s to several minutes. The suite runs every ID of a 6-digit domain
+ * Slow: each ID is ten AES blocks; with both cores of the reference machine busy (load 8 to 17)
+ * it took 4 to 6 minutes (24 to 32 µs per ID). The suite runs every ID of a 6-digit domain
  * exhaustively instead (codec_test.ts); this one runs with `KVID_SLOW=1`:
  *
  * ```sh
