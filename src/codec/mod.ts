@@ -61,6 +61,8 @@
  * - **Key rotation**: every output starts with its key identifier (a character of the alphabet).
  *   Add the new key under a new identifier and make it `current`; IDs shown with the old key
  *   keep decoding as long as its key stays in the ring. An unknown identifier is `"malformed"`.
+ *   Encoded again after a rotation, an ID gets a second form (both decode to it): store the
+ *   form shown once, when the row is made, rather than re-encoding old IDs.
  * - **Tweak**: use the generator's name (`tweak: "order"`), so the same key gives every name its
  *   own permutation.
  * - **The key is a secret**: from the environment (`KVID_ID_KEY`, in hex) or a secret store,
