@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { createHandler, optionsFromEnv } from "../src/server.ts";
+import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { decimal, encrypted, parseKeys } from "../src/codec/mod.ts";
 
 const KEY = "000102030405060708090a0b0c0d0e0f";
@@ -64,4 +65,34 @@ Deno.test("service: a bad KVID_FORMATS or KVID_ID_KEY refuses to start, naming i
     assert.match(String(err), /32, 48 or 64 hex digits/);
     assert.ok(!String(err).includes(KEY.slice(4, 16)));
   }
+});
+
+Deno.test("service: a counter past its form's domain answers 500 and logs it, naming no key", async () => {
+  using store = new DenoKvStore(":memory:");
+  // Another writer took the counter to 999,998: 6 digits hold one more ID.
+  await store.reserve("kvid", "order", 999_998, {
+    floor: 0n,
+    raiseTo: 0n,
+    guard: false,
+    exact: true,
+  });
+  const keys = parseKeys(KEY);
+  const logged: string[] = [];
+  await using service = createHandler({
+    store,
+    auth: "none",
+    codecs: new Map([["order", encrypted(decimal(6), { ...keys, tweak: "order" })]]),
+    log: (l) => logged.push(l),
+  });
+  const ok = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  assert.match(await ok.text(), /^999999\t1\d{6}\n$/);
+  const past = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  assert.equal(past.status, 500);
+  assert.equal((await past.json()).error.code, "internal");
+  assert.ok(
+    logged.some((l) => /1000000 is outside the codec's domain 0\.\.999999/.test(l)),
+    logged.join("\n"),
+  );
+  assert.ok(logged.every((l) => !l.includes(KEY)));
+  await service.close();
 });
