@@ -282,6 +282,7 @@ const PASSED_TO_KVID = [
   "guard",
   "rollbackMargin",
   "replicas",
+  "waitAof",
   "stepRule",
   "clock",
 ] as const;

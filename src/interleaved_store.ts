@@ -4,14 +4,15 @@
  * @module
  */
 
+import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import {
+  confirmReservation,
   LUA_BELOW,
   LuaScript,
   type RedisClient,
   type RedisSource,
   resolveRedis,
-  waitForReplicas,
 } from "./redis_store.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
@@ -263,7 +264,7 @@ export class InterleavedStore implements Store {
     options: ReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelTimer: (() => void) | undefined;
     let late = false;
     const started = performance.now();
     const attempt = this.#run(i, key, field, blocks, options, limitMs);
@@ -276,7 +277,8 @@ export class InterleavedStore implements Store {
       return await Promise.race([
         attempt,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
+          // A timer late because the event loop was blocked gives the reply more time.
+          cancelTimer = deadlineTimer(limitMs, () => {
             late = true;
             reject(
               new KvIdError(
@@ -285,11 +287,11 @@ export class InterleavedStore implements Store {
                 { key, field },
               ),
             );
-          }, limitMs);
+          });
         }),
       ]);
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
     }
   }
 
@@ -369,8 +371,9 @@ export class InterleavedStore implements Store {
       });
     }
     const replicas = options.replicas ?? 0;
-    if (replicas > 0) {
-      // Each server's blocks wait for that server's replicas; unconfirmed, they are spent. The
+    if (replicas > 0 || options.waitAof === true) {
+      // Each server's blocks wait for that server's fsync and replicas; unconfirmed, they are
+      // spent. The
       // round trip just measured bounds the wait too (an attempt on a server whose round trip
       // was unknown got a large share of the timeout, meant for a slow link, not for WAIT).
       const rtt = performance.now() - started;
@@ -379,7 +382,7 @@ export class InterleavedStore implements Store {
         limitMs * 0.9,
         Math.max(MIN_ATTEMPT_MS, RTT_FACTOR * rtt),
       ) - rtt;
-      await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
+      await confirmReservation(client, key, field, options, Math.max(1, Math.floor(budget)));
     }
     const first = BigInt(a);
     const found = BigInt(c);
