@@ -67,11 +67,14 @@ export type RawId<G> = G extends IdSource<infer R> ? R : never;
  * A generator handing out the public form of its IDs; from {@linkcode withCodec}.
  *
  * @example
- * ```ts ignore
+ * ```ts
  * import type { EncodedIds, IdSource } from "@kvid/core/codec";
  *
- * declare const ORDER_NO: EncodedIds<string, IdSource<number>>;
- * const { id, encoded } = await ORDER_NO.nextPair(); // store both
+ * // What an order's row gets: both forms of one ID.
+ * async function newOrderRow(ORDER_NO: EncodedIds<string, IdSource<number>>) {
+ *   const { id, encoded } = await ORDER_NO.nextPair();
+ *   return { id, order_no: encoded };
+ * }
  * ```
  */
 export interface EncodedIds<T, G extends IdSource<number | bigint>> {
@@ -149,17 +152,19 @@ class Encoded<T, G extends IdSource<number | bigint>> implements EncodedIds<T, G
  *
  * @example Order numbers: raw IDs for the database, encrypted ones for customers
  * ```ts ignore
- * import { KvId } from "@kvid/core";
+ * import { createClient } from "npm:redis@5";
+ * import { fromNodeRedis, KvId, shutdown } from "@kvid/core";
  * import { decimal, encrypted, parseKeys, withCodec } from "@kvid/core/codec";
  *
- * const ORDER_ID = new KvId("order");
- * export const ORDER_NO = withCodec(
- *   ORDER_ID,
- *   encrypted(decimal(12), { ...parseKeys(Deno.env.get("KVID_ID_KEY")!), tweak: "order" }),
- * );
+ * const keys = parseKeys(Deno.env.get("KVID_ID_KEY") ?? "00112233445566778899aabbccddeeff");
+ * const ORDER_ID = new KvId("order", {
+ *   redis: async () => fromNodeRedis(await createClient({ url: "redis://127.0.0.1:6379" }).connect()),
+ * });
+ * export const ORDER_NO = withCodec(ORDER_ID, encrypted(decimal(12), { ...keys, tweak: "order" }));
  * const { id, encoded } = await ORDER_NO.nextPair(); // e.g. 1001 and "1" then 12 digits
  * // INSERT INTO orders (id, order_no) VALUES (id, encoded); the customer sees `encoded`
- * ORDER_NO.decode(encoded); // 1001n: back to the primary key, with the key
+ * console.log(ORDER_NO.decode(encoded) === BigInt(id)); // true: back to the primary key
+ * await shutdown();
  * ```
  */
 export function withCodec<G extends IdSource<number | bigint>, T>(
