@@ -14,7 +14,15 @@ import {
   type RedisSource,
   resolveRedis,
 } from "./redis_store.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
+import { durabilityRefusal, mergeDurability, probeRedis } from "./durability.ts";
 import { toKvIdError } from "./store_errors.ts";
 
 /**
@@ -66,7 +74,7 @@ export const LAYOUT_FIELD_PREFIX = "\u0000layout:";
 //   ARGV[2] layout field, ARGV[3] the layout this client expects
 //   ARGV[4] blocks k, ARGV[5] the least cycle above the floor, ARGV[6] the cycle to raise to,
 //   ARGV[7] the highest cycle a reservation may start at (its last block stays <= 2^63-1)
-// Replies {'ok', first cycle, counter found}, {'layout', layout found}, {'notint', value} or
+// Replies {'ok', first cycle, counter found, TTL removed}, {'layout', layout found}, {'notint', value} or
 // {'plain', value}: a counter without a layout is a single-server one, whose value is an ID,
 // not a cycle (the layout is written with the first increment, so they never exist apart).
 const SCRIPT = new LuaScript(
@@ -81,7 +89,9 @@ if below(ARGV[7], m) then return {'overflow', m} end
 if not layout then redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
 if m ~= found then redis.call('HSET', KEYS[1], ARGV[1], m) end
 redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[4])
-return {'ok', m, found}`,
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
+return {'ok', m, found, ttl}`,
 );
 
 /** What is known of one server's health, shared by every store given the same source. */
@@ -147,6 +157,10 @@ export class InterleavedStore implements Store {
   #next: number;
   // Per counter, the cycle each server's counter reached through this store (rollback check).
   readonly #seen = new Map<string, bigint[]>();
+  // Each server's durability as last probed; undefined: not yet, or failed since.
+  readonly #probed: (StoreDurability | undefined)[] = [];
+  // What the generator asked durability() with: applied to a server probed later.
+  #durabilityOptions: DurabilityOptions | undefined;
 
   /**
    * A store over `sources`; no I/O until the first reservation.
@@ -226,6 +240,8 @@ export class InterleavedStore implements Store {
       } catch (err) {
         const error = toKvIdError(err, key, field);
         if (isRefusal(error)) throw error;
+        // It may come back restarted or replaced: probed again before its next reservation.
+        this.#probed[i] = undefined;
         health.failures++;
         health.retryAt = performance.now() + serverBackoff(health.failures);
         errors.push(error);
@@ -336,8 +352,17 @@ export class InterleavedStore implements Store {
         cause,
       });
     }
+    const policy = this.#durabilityOptions;
+    if (policy !== undefined && this.#probed[i] === undefined) {
+      // A server first reached (or back) since the generator's probe: probed now, and refused
+      // like the whole store would be.
+      const d = await this.#probe(i, key, policy, limitMs);
+      const only = this.#sources.map((_, j) => j === i ? d : undefined);
+      const refusal = durabilityRefusal(mergeDurability(only), policy.mode, key, field);
+      if (refusal !== undefined) throw refusal;
+    }
     const reply = await SCRIPT.run(client, [key], args);
-    const [status, a, c] = Array.isArray(reply) ? reply.map(text) : [];
+    const [status, a, c, ttl] = Array.isArray(reply) ? reply.map(text) : [];
     const where = { key, field };
     if (status === "layout") {
       throw new KvIdError(
@@ -392,7 +417,60 @@ export class InterleavedStore implements Store {
     // Being behind the floor is normal here; going back below our own last reply is data loss.
     const raised = found < seen[i];
     seen[i] = first + k;
-    return { ranges: this.#ranges(first, index, blocks), raised };
+    const ttlRemovedMs = Number(ttl ?? 0) || 0;
+    return { ranges: this.#ranges(first, index, blocks), raised, ttlRemovedMs };
+  }
+
+  /**
+   * What the servers can lose for hash `key`: each one probed (see {@linkcode probeRedis}),
+   * merged (durable when every one is). A server that does not answer is left out and probed
+   * before its next reservation, with the same `options`: one that would be refused then is
+   * refused, as the whole store is.
+   */
+  async durability(key: string, options: DurabilityOptions): Promise<StoreDurability> {
+    this.#durabilityOptions = options;
+    const limit = Math.max(MIN_ATTEMPT_MS, this.#timeout / 2);
+    await Promise.all(this.#sources.map(async (_, i) => {
+      try {
+        await this.#probe(i, key, options, limit);
+      } catch {
+        this.#probed[i] = undefined; // down: probed before its next use
+      }
+    }));
+    return mergeDurability(this.#probed);
+  }
+
+  /** Probe server `i`, within `limitMs`. */
+  async #probe(
+    i: number,
+    key: string,
+    options: DurabilityOptions,
+    limitMs: number,
+  ): Promise<StoreDurability> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const probe = (async () => probeRedis(await resolveRedis(this.#sources[i]), key, options))();
+      probe.catch(() => {});
+      const d = await Promise.race([
+        probe,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new KvIdError("timeout", `server ${i} did not answer the durability probe`, {
+                  key,
+                  field: options.field,
+                }),
+              ),
+            limitMs,
+          );
+        }),
+      ]);
+      this.#probed[i] = d;
+      return d;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The least cycle m >= 0 whose block m * N + i starts above `floor`. */

@@ -100,5 +100,12 @@
  */
 
 export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
-export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+export type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
 export { stepField } from "./store_contract.ts";

@@ -27,8 +27,9 @@ export interface EnvConfig {
  * - `KVID_REDIS_URL`: a Redis/Kvrocks URL (`redis://[user:password@]host:port[/db]` or
  *   `rediss://`), used with node-redis. Unset: Deno KV.
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
- * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
- *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
+ *   `KVID_DURABILITY`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout`,
+ *   `durability` of {@linkcode createHandler}.
  * - `KVID_FORMATS` (`order=decimal:12:encrypted,...`, see `parseForms` of `@kvid/core/codec`)
  *   and `KVID_ID_KEY` (hex, see `parseKeys`): the option `codecs`.
  *
@@ -64,12 +65,22 @@ export function optionsFromEnv(
   if (authVar !== undefined && authVar !== "" && authVar !== "none" && authVar !== "token") {
     throw new TypeError(`KVID_AUTH must be "none" or "token", got ${JSON.stringify(authVar)}`);
   }
+  const durabilityVar = get("KVID_DURABILITY");
+  if (
+    durabilityVar !== undefined && durabilityVar !== "" && durabilityVar !== "strict" &&
+    durabilityVar !== "best-effort"
+  ) {
+    throw new TypeError(
+      `KVID_DURABILITY must be "strict" or "best-effort", got ${JSON.stringify(durabilityVar)}`,
+    );
+  }
   const base: ServiceOptions = {
     tokens: get("KVID_TOKENS") || undefined,
     auth: authVar === "none" ? "none" : "token",
     timeZone: get("KVID_TIME_ZONE") || undefined,
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
+    durability: durabilityVar === "best-effort" ? "best-effort" : "strict",
   };
   const forms = get("KVID_FORMATS");
   if (forms) {

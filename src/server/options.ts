@@ -8,6 +8,7 @@
 import type { Codec } from "../codec/codec.ts";
 import type { RedisSource } from "../redis_store.ts";
 import type { Store } from "../store_contract.ts";
+import type { DurabilityMode } from "../durability.ts";
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
@@ -60,6 +61,14 @@ export interface ServiceOptions {
   idleMs?: number;
   /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
   timeout?: number;
+  /**
+   * The generators' `durability` (env `KVID_DURABILITY`): `"strict"` refuses a store that can
+   * lose reservations (no AOF: requests get 500 `config` naming the fix, `/readyz` 503);
+   * `"best-effort"` serves from it.
+   *
+   * @default {"strict"}
+   */
+  durability?: DurabilityMode;
   /**
    * Public forms by name (`@kvid/core/codec`), for `/v1/ids/{name}`: each ID is answered with its
    * public form beside it (text: `<id>\t<encoded>` a line; JSON: an `"encoded"` array beside

@@ -22,6 +22,8 @@ export interface StoreSubject {
   contiguous: boolean;
   /** Write something that is not an integer where the counter `field` of `key` lives. */
   corrupt?(key: string, field: string): Promise<void>;
+  /** What `durability()` must say of the server under test (a durable one: true). */
+  durable?: boolean;
 }
 
 const MAX_ID = (1n << 63n) - 1n;
@@ -246,6 +248,28 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
         );
         assert.ok(err instanceof KvIdError, `guard ${guard}: got ${Deno.inspect(err)}`);
         assert.equal(err.code, "reply");
+      }
+    },
+  });
+
+  await t.step({
+    name: store.durability
+      ? "durability(): what the server can lose, each problem naming its fix"
+      : "durability (ignored: this store does not say; a generator trusts it)",
+    ignore: !store.durability,
+    fn: async () => {
+      const d = await store.durability!(key, {
+        field: fresh("durability"),
+        mode: "strict",
+        replicas: 0,
+        stated: {},
+      });
+      assert.equal(typeof d.durable, "boolean");
+      assert.ok(Array.isArray(d.problems) && d.problems.every((p) => typeof p === "string"));
+      assert.ok(Object.values(d.settings).every((v) => typeof v === "string"));
+      assert.equal(d.durable, d.problems.length === 0, "durable exactly when nothing can be lost");
+      if (subject.durable !== undefined) {
+        assert.equal(d.durable, subject.durable, d.problems.join("; "));
       }
     },
   });

@@ -23,6 +23,7 @@ for (const kind of CLIENTS) {
       store: new RedisStore(client.redis),
       contiguous: true,
       corrupt: async (key, field) => void await command(server.url, "HSET", key, field, "x1"),
+      durable: true,
     });
   });
 }
@@ -35,6 +36,7 @@ Deno.test("store spec: InterleavedStore over two Redis servers", async (t) => {
   await runStoreSpec(t, {
     store: new InterleavedStore([ca.redis, cb.redis], { block: 4 }),
     contiguous: false,
+    durable: true,
   });
 });
 
@@ -48,6 +50,7 @@ Deno.test("store spec: DenoKvStore on a file", async (t) => {
         store,
         contiguous: true,
         corrupt: async (key, field) => void await kv.set(store.kvKey(key, field), "x1"),
+        durable: true,
       });
     } finally {
       kv.close();
