@@ -75,7 +75,8 @@ import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
 import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
-import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
+import { LUA_BELOW, type RedisClient, RedisStore } from "./redis_store.ts";
+import { LuaScript } from "./lua_script.ts";
 
 export { EXIT };
 
