@@ -519,6 +519,8 @@ export type {
 } from "./src/kvid_options.ts";
 export type { DurabilityMode } from "./src/durability.ts";
 export type { StepRule } from "./src/step.ts";
+export type { Codec } from "./src/codec/codec.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
-// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv".
+// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv"; public forms of IDs (fixed
+// width, radix 36/62, keyed FF1 encryption) are "@kvid/core/codec".
