@@ -9,11 +9,11 @@ import { KvIdError } from "./errors.ts";
 import {
   confirmReservation,
   LUA_BELOW,
-  LuaScript,
   type RedisClient,
   type RedisSource,
   resolveRedis,
 } from "./redis_store.ts";
+import { LuaScript } from "./lua_script.ts";
 import type {
   DurabilityOptions,
   IdRange,

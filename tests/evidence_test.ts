@@ -238,7 +238,9 @@ Deno.test("every test file has a time limit on its tests (imports tests/deadline
       if (e.isDirectory) await walk(new URL(`${e.name}/`, dir));
       else if (e.name.endsWith("_test.ts")) {
         const text = await Deno.readTextFile(new URL(e.name, dir));
-        if (!/^import "(\.\.?\/)+(tests\/)?deadline\.ts";/m.test(text)) missing.push(e.name);
+        if (!/^import (\{ \w+ \} from )?"(\.\.?\/)+deadline\.ts";/m.test(text)) {
+          missing.push(e.name);
+        }
       }
     }
   };

@@ -8,6 +8,8 @@
 
 import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
+import { parseForms } from "../codec/forms.ts";
+import { parseKeys } from "../codec/encrypted.ts";
 import type { RedisSource } from "../redis_store.ts";
 import type { ServiceOptions } from "./options.ts";
 
@@ -30,6 +32,8 @@ export interface EnvConfig {
  *   `timeout`, `durability`, `basePath` of {@linkcode createHandler}.
  * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
  *   {"digits": 8}}`.
+ * - `KVID_FORMATS` (`order=decimal:12:encrypted,...`, see `parseForms` of `@kvid/core/codec`)
+ *   and `KVID_ID_KEY` (hex, see `parseKeys`): the option `codecs`.
  *
  * Nothing connects until the first request.
  *
@@ -82,6 +86,12 @@ export function optionsFromEnv(
     basePath: get("KVID_BASE_PATH") || undefined,
     names: namesFromEnv(get("KVID_NAMES")),
   };
+  const forms = get("KVID_FORMATS");
+  if (forms) {
+    const key = get("KVID_ID_KEY");
+    // Errors name the variable and a length, never the key.
+    base.codecs = parseForms(forms, key ? parseKeys(key) : undefined);
+  }
   const url = get("KVID_REDIS_URL");
   if (url) {
     const redis = connectNodeRedis(url, base.timeout ?? 5_000);
