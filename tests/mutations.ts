@@ -281,8 +281,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "step/clock-back",
     what: "a clock going back leaves the step",
     file: "src/step.ts",
-    from: "if (lastAt === undefined || !(now >= lastAt)) return this.step;",
-    to: "if (lastAt === undefined) return this.step;",
+    from: "if (lastAt !== undefined && now >= lastAt) {",
+    to: "if (lastAt !== undefined) {",
     tests: [EVIDENCE, "tests/faults/clock_test.ts"],
   },
   // The Redis store and its scripts.
@@ -346,8 +346,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "engine/blocked-loop-not-outage",
     what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
     file: "src/deadline_timer.ts",
-    from: "if (late <= LOOP_LAG_MS) return fire();",
-    to: "return fire();",
+    from: "if (!entry.extended && late > LOOP_LAG_MS) {",
+    to: "if (false) {",
     tests: ["tests/faults/blocked_loop_test.ts"],
   },
   {
