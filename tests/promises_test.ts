@@ -222,5 +222,29 @@ Deno.test("promises against a real server", async (t) => {
     assert.equal(c.high, 30n, "21..30 reserved ahead");
     await c.close();
     assert.equal(await command(url, "HGET", "kvid", "rust-between"), "20", "only 21..30 back");
+
+    // The same through a store that can only lower the counter (release, as Deno KV's): only
+    // the contiguous top, 21..30, goes back; 7..10 below Rust's range stays a gap.
+    const inner = new RedisStore(client.redis);
+    const releaseOnly: Store = {
+      reserve: (key, field, n, o) => inner.reserve(key, field, n, o),
+      release: (key, field, range) => inner.release(key, field, range),
+    };
+    const d = new KvId("rust-release", {
+      store: releaseOnly,
+      minStep: 10,
+      maxStep: 10,
+      prefetchAt: 0.5,
+      rememberStep: false,
+    });
+    assert.equal(await d.next(), 1);
+    await rust("rust-release", 10);
+    for (let i = 2; i <= 6; i++) assert.equal(await d.next(), i);
+    for (let turns = 0; d.stats().remaining < 14; turns++) {
+      assert.ok(turns < 10_000, "the prefetch never landed");
+      await nextTimerTurn();
+    }
+    await d.close();
+    assert.equal(await command(url, "HGET", "kvid", "rust-release"), "20", "only 21..30 back");
   });
 });
