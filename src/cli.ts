@@ -52,7 +52,7 @@ import { fromNodeRedis } from "./adapters.ts";
 import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
 import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
+import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
 import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
 
 export { EXIT };

@@ -10,6 +10,11 @@ import { own } from "./shutdown.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
+import {
+  LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX,
+  otherLayout,
+  singleStoreCounter,
+} from "./stores/interleaved/layout.ts";
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -143,6 +148,29 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
 return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
 );
 
+// The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
+// that member's block cycles. Refuses another layout, and a value without a layout (a
+// single-server counter, whose value is an ID); records the layout with the first increment (so
+// they never exist apart); raises the field to ARGV[4] if below the floor ARGV[3] (compared as
+// decimal strings). ARGV: field, count, floor, raiseTo, layout. Replies {'ok', value, raised},
+// {'layout', layout found}, {'plain', value} or {'notint', value}.
+const LAYOUT_RESERVE_SCRIPT = new LuaScript(
+  LUA_BELOW + `local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
+if not string.match(found, '^%-?%d+$') then return {'notint', found} end
+local lf = '\\0layout:' .. ARGV[1]
+local layout = redis.call('HGET', KEYS[1], lf)
+if layout and layout ~= ARGV[5] then return {'layout', layout} end
+if not layout and found ~= '0' then return {'plain', found} end
+local raised = 0
+if below(found, ARGV[3]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+  raised = 1
+end
+if not layout then redis.call('HSET', KEYS[1], lf, ARGV[5]) end
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+return {'ok', redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
+);
+
 // Compare-and-set: lower the counter to ARGV[3] only if it still holds ARGV[2] (the end of the
 // caller's last reservation, compared as a decimal string: exact past 2^53). A counter that
 // interleaved servers own is left alone.
@@ -163,8 +191,6 @@ end
 return redis.call('HGET', KEYS[1], ARGV[1])`);
 
 const MAX_ID = (1n << 63n) - 1n;
-// The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
-const LAYOUT_PREFIX = "\u0000layout:";
 const INTERLEAVED_COUNTER =
   "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
 // Counters remembered as checked, at most: a bound for processes with very many names.
@@ -249,6 +275,9 @@ export class RedisStore implements Store {
     options: ReserveOptions,
   ): Promise<Reservation> {
     try {
+      if (options.layout !== undefined) {
+        return await this.#layoutScript(client, key, field, count, options, options.layout);
+      }
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
         const reply = await this.#script(client, key, field, count, { ...options, floor });
@@ -348,6 +377,52 @@ export class RedisStore implements Store {
     this.#plainChecked.add(counter);
   }
 
+  /** A member's reservation in an interleaved set; see {@linkcode ReserveOptions.layout}. */
+  async #layoutScript(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+    layout: string,
+  ): Promise<Reservation> {
+    const where = { key, field };
+    const noScripting = () =>
+      new KvIdError(
+        "config",
+        "interleaving needs Lua scripting (EVAL/EVALSHA), which this server refuses: the layout cannot be checked with the increment",
+        where,
+      );
+    if (!this.#scripting) throw noScripting();
+    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
+    const floor = options.guard ? options.floor : 0n;
+    const args = [field, String(count), String(floor), String(raiseTo), layout];
+    let reply: unknown;
+    try {
+      reply = await LAYOUT_RESERVE_SCRIPT.run(client, [key], args);
+    } catch (err) {
+      if (isReplyError(err) && isNoScripting(err)) {
+        this.#scripting = false;
+        throw noScripting();
+      }
+      throw err;
+    }
+    const [status, a, c] = Array.isArray(reply) ? reply.map(text) : [];
+    if (status === "layout") throw otherLayout(a, layout, where);
+    if (status === "plain") throw singleStoreCounter(a, where);
+    if (status === "notint") {
+      throw new KvIdError("reply", "the counter field does not hold an integer", {
+        ...where,
+        cause: new Error(`found ${JSON.stringify(a)}`),
+      });
+    }
+    const value = parseInteger(a);
+    if (status !== "ok" || value === undefined || !value.exact) {
+      throw new Error(`unexpected script reply ${String(reply)}`);
+    }
+    return { ranges: [range(value.value, count)], raised: c === "1", layout };
+  }
+
   /** Run the reserve script; undefined when the server has no scripting. */
   async #script(
     client: RedisClient,
@@ -443,6 +518,11 @@ export async function waitForReplicas(
       where,
     );
   }
+}
+
+function text(value: unknown): string {
+  if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+  return String(value);
 }
 
 /** The range a counter reply V stands for: V - count + 1 .. V. */

@@ -99,6 +99,10 @@
  * @module
  */
 
-export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
+export {
+  InterleavedStore,
+  type InterleavedStoreOptions,
+  MAX_MEMBERS,
+} from "./stores/interleaved/interleaved_store.ts";
 export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 export { stepField } from "./store_contract.ts";

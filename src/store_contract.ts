@@ -53,6 +53,11 @@ export interface Reservation {
   ranges: IdRange[];
   /** True when the stored counter was below the floor and was raised first (a rollback). */
   raised: boolean;
+  /**
+   * The layout the store recorded and checked, echoed from {@linkcode ReserveOptions.layout};
+   * left out by a store that cannot record layouts, which an interleaving store then refuses.
+   */
+  layout?: string;
 }
 
 /**
@@ -85,6 +90,17 @@ export interface ReserveOptions {
   replicas?: number;
   /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
   waitMs?: number;
+  /**
+   * Set by an interleaving store ({@linkcode InterleavedStore}) on each member: the layout of the
+   * set for this member, e.g. `"v1 servers=3 block=1000 index=1"`; the counter then counts this
+   * member's block cycles, not IDs. A store that supports it, in the same atomic step as the
+   * increment: records the layout next to the counter on first use; refuses with a `"config"`
+   * {@linkcode KvIdError} a counter holding another layout, or holding a value and no layout (a
+   * single-store counter, whose value is an ID); and echoes it in {@linkcode Reservation.layout}.
+   * Without `layout`, it refuses a counter that has one (a plain increment of a block cycle
+   * would repeat the set's IDs). Default: none, a single-store counter.
+   */
+  layout?: string;
 }
 
 /**
