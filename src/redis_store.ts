@@ -224,7 +224,24 @@ export function resolveRedis(source: RedisSource): Promise<RedisClient> {
 /**
  * The store on Redis or Kvrocks. With `guard` it runs one script per reservation (EVALSHA, and
  * EVAL when the server answers NOSCRIPT); without it, a plain `HINCRBY`. A server without
- * scripting makes it fall back to plain `HINCRBY` for good.
+ * scripting makes it fall back to plain `HINCRBY` for good. As a member of an
+ * {@linkcode InterleavedStore} it records and checks the set's layout in the same script (and
+ * refuses to serve the set without scripting).
+ *
+ * @example A Redis server and a Deno KV file interleaving blocks
+ * ```ts
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import { InterleavedStore, RedisStore } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // `() => connect({ hostname: "127.0.0.1", port: 6379 })` with jsr:@db/redis in an app.
+ * const redis = new RedisStore(() => Promise.reject(new Error("not in this example")));
+ * using kv = new DenoKvStore(":memory:");
+ * const store = new InterleavedStore([redis, kv], { block: 1000 });
+ * await using ORDER_ID = new KvId("order", { store });
+ * assert.ok(store.layout(1) === "v1 servers=2 block=1000 index=1" && ORDER_ID.name === "order");
+ * ```
  */
 export class RedisStore implements Store {
   readonly #source: RedisSource;

@@ -104,5 +104,6 @@ export {
   type InterleavedStoreOptions,
   MAX_MEMBERS,
 } from "./stores/interleaved/interleaved_store.ts";
+export { RedisStore } from "./redis_store.ts";
 export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 export { stepField } from "./store_contract.ts";

@@ -344,13 +344,13 @@ export class InterleavedStore implements Store {
     if (reply.layout !== layout) {
       throw new KvIdError(
         "config",
-        `member ${i} does not record interleaved layouts (its reservation did not echo ReserveOptions.layout): its blocks could not be checked; use stores that do (RedisStore, DenoKvStore, the SQL stores)`,
+        `this store does not record interleaved layouts (its reservation did not echo ReserveOptions.layout): its blocks could not be checked; use stores that do (RedisStore, DenoKvStore, the SQL stores)`,
         where,
       );
     }
     const got = reply.ranges;
     if (got.length !== 1 || got[0].last - got[0].first + 1n !== k || got[0].first < 1n) {
-      throw new KvIdError("reply", `member ${i} replied an unexpected range of cycles`, {
+      throw new KvIdError("reply", "the store replied an unexpected range of cycles", {
         ...where,
         cause: new Error(JSON.stringify(got, (_, v) => typeof v === "bigint" ? String(v) : v)),
       });
