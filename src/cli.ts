@@ -30,7 +30,9 @@
  * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
  * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
  *
- * Every command takes `--help`. `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
+ * Every command takes `--help`. `--url` defaults to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then
+ * `redis://127.0.0.1:6379`; its scheme picks the store (`postgres://`, `postgresql://`, `mysql://`
+ * are refused with exit 2 until this version has those stores; another scheme too).
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
  * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
  * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
@@ -53,6 +55,7 @@ import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
 import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
+import { storeFromUrl, storeKind } from "./stores/store_url.ts";
 import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
 
 export { EXIT };
@@ -297,6 +300,15 @@ export async function main(args: string[]): Promise<number> {
   json = parsed.json;
   const p = parsed;
   const where = redact(p.url);
+  if (storeKind(p.url, "--url") !== "redis") {
+    try {
+      storeFromUrl(p.url, { timeout: p.timeout, what: "--url" }); // refuses a kind not here yet
+    } catch (err) {
+      if (err instanceof KvIdError) return fail(EXIT.usage, err.message);
+      throw err;
+    }
+    return fail(EXIT.usage, `--url: the CLI runs on redis:// and rediss:// URLs only for now`);
+  }
   // Loaded here so that help and argument errors do not wait for it.
   const { createClient } = await import("redis");
   const client = createClient({

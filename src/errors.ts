@@ -64,10 +64,10 @@ export type KvIdErrorCode =
  * ```
  */
 export interface KvIdErrorOptions {
-  /** The hash key of the counter, e.g. `"kvid"`. */
-  key: string;
-  /** The hash field of the counter: the generator's name. */
-  field: string;
+  /** The hash key of the counter, e.g. `"kvid"`; left out by an error of no counter. */
+  key?: string;
+  /** The hash field of the counter: the generator's name; left out with `key`. */
+  field?: string;
   /** The underlying error, if any. */
   cause?: unknown;
 }
@@ -89,26 +89,30 @@ export interface KvIdErrorOptions {
 export class KvIdError extends Error {
   /** What went wrong. */
   readonly code: KvIdErrorCode;
-  /** The hash key of the counter. */
+  /** The hash key of the counter; `""` for an error of no counter (a bad store URL). */
   readonly key: string;
-  /** The hash field of the counter (the generator's name). */
+  /** The hash field of the counter (the generator's name); `""` with `key`. */
   readonly field: string;
 
   /**
    * Make an error naming the counter.
    *
    * @param code What went wrong.
-   * @param message A human sentence; the counter's key and field are appended.
+   * @param message A human sentence; the counter's key and field are appended, if given.
    * @param options The counter and the cause.
    */
-  constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions) {
-    super(`${message} (hash ${JSON.stringify(options.key)}, field ${fieldLabel(options.field)})`, {
-      cause: options.cause,
-    });
+  constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions = {}) {
+    const { key, field } = options;
+    super(
+      key === undefined
+        ? message
+        : `${message} (hash ${JSON.stringify(key)}, field ${fieldLabel(field ?? "")})`,
+      { cause: options.cause },
+    );
     this.name = "KvIdError";
     this.code = code;
-    this.key = options.key;
-    this.field = options.field;
+    this.key = key ?? "";
+    this.field = field ?? "";
   }
 }
 
