@@ -1,0 +1,81 @@
+/**
+ * The reference store: the whole Store contract in memory, for the shared spec and for engine unit
+ * tests. Never a stand-in for a real server in a test of a behaviour that involves one.
+ *
+ * @module
+ */
+
+import { KvIdError } from "../../mod.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "../../src/store.ts";
+
+const MAX_ID = (1n << 63n) - 1n;
+const DAY = /^\d{8}$/;
+
+/** Every method of the contract, atomic because JavaScript runs one call at a time. */
+export class MemoryStore implements Store {
+  readonly #counters = new Map<string, Map<string, bigint>>();
+  readonly #steps = new Map<string, number>();
+
+  #hash(key: string): Map<string, bigint> {
+    let hash = this.#counters.get(key);
+    if (hash === undefined) this.#counters.set(key, hash = new Map());
+    return hash;
+  }
+
+  /** The stored value of a counter (0 when never written), for assertions. */
+  value(key: string, field: string): bigint {
+    return this.#counters.get(key)?.get(field) ?? 0n;
+  }
+
+  /** Reserve `count` IDs; see {@linkcode Store.reserve}. */
+  reserve(
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
+    const hash = this.#hash(key);
+    const found = hash.get(field) ?? 0n;
+    const raised = options.guard && found < options.floor;
+    const last = (raised ? options.raiseTo : found) + BigInt(count);
+    if (last > MAX_ID) {
+      return Promise.reject(
+        new KvIdError("overflow", "the counter would pass 2^63-1", { key, field }),
+      );
+    }
+    hash.set(field, last);
+    return Promise.resolve({ ranges: [{ first: last - BigInt(count) + 1n, last }], raised });
+  }
+
+  /** Give back the tail if nobody reserved since; see {@linkcode Store.release}. */
+  release(key: string, field: string, range: IdRange): Promise<boolean> {
+    const hash = this.#hash(key);
+    if ((hash.get(field) ?? 0n) !== range.last) return Promise.resolve(false);
+    hash.set(field, range.first - 1n);
+    return Promise.resolve(true);
+  }
+
+  /** The remembered step; see {@linkcode Store.loadStep}. */
+  loadStep(key: string, field: string): Promise<number | undefined> {
+    return Promise.resolve(this.#steps.get(`${key}\n${field}`));
+  }
+
+  /** Remember a step; see {@linkcode Store.saveStep}. */
+  saveStep(key: string, field: string, step: number): Promise<void> {
+    this.#steps.set(`${key}\n${field}`, step);
+    return Promise.resolve();
+  }
+
+  /** Delete the day counters before `before`; see {@linkcode Store.deleteDaysBefore}. */
+  deleteDaysBefore(key: string, before: string): Promise<number> {
+    const hash = this.#hash(key);
+    let deleted = 0;
+    for (const field of [...hash.keys()]) {
+      if (DAY.test(field) && field < before) {
+        hash.delete(field);
+        deleted++;
+      }
+    }
+    return Promise.resolve(deleted);
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * The shared Store spec: the cases every store runs, as one suite (Hono's `runTest({ newRouter })`,
+ * CosId's `IdSegmentDistributorSpec`). A store file calls {@linkcode runStoreSpec} inside a
+ * `Deno.test` with a subject; a case whose method the store leaves out (the contract's optional
+ * methods) is reported as ignored with the reason in its name, never passed.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { KvId, KvIdError } from "../../mod.ts";
+import type { IdRange, ReserveOptions, Store } from "../../src/store.ts";
+
+/** A store to check, and what it is. */
+export interface StoreSubject {
+  /** The store, open for the whole spec. */
+  store: Store;
+  /**
+   * A reservation of `count` is one range of `count` consecutive IDs that continues where the
+   * counter's last reservation ended (false for interleaved stores: whole blocks, several ranges).
+   */
+  contiguous: boolean;
+  /** Write something that is not an integer where the counter `field` of `key` lives. */
+  corrupt?(key: string, field: string): Promise<void>;
+}
+
+const MAX_ID = (1n << 63n) - 1n;
+const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+
+let unique = 0;
+/** A counter name no other case (and no earlier run on a shared server) has used. */
+function fresh(what: string): string {
+  return `spec-${what}-${Date.now().toString(36)}-${unique++}`;
+}
+
+function size(ranges: readonly IdRange[]): bigint {
+  return ranges.reduce((n, r) => n + r.last - r.first + 1n, 0n);
+}
+
+/**
+ * Ranges well formed, increasing, disjoint, inside 1..2^63-1, `count` IDs in all (at least
+ * `count` where `whole` blocks are handed out).
+ */
+function assertRanges(ranges: readonly IdRange[], count: number, whole = false): void {
+  assert.ok(ranges.length > 0, "a reservation holds at least one range");
+  let previous = 0n;
+  for (const r of ranges) {
+    assert.equal(typeof r.first, "bigint");
+    assert.ok(r.first > previous && r.first <= r.last && r.last <= MAX_ID, JSON.stringify(r, big));
+    previous = r.last;
+  }
+  if (whole) assert.ok(size(ranges) >= BigInt(count), "fewer IDs than asked for");
+  else assert.equal(size(ranges), BigInt(count));
+}
+
+function big(_: string, v: unknown): unknown {
+  return typeof v === "bigint" ? `${v}n` : v;
+}
+
+/** Run every case of the contract against `subject` as steps of `t`. */
+export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): Promise<void> {
+  const { store, contiguous } = subject;
+  const key = fresh("key");
+  const check = (ranges: readonly IdRange[], count: number) =>
+    assertRanges(ranges, count, !contiguous);
+
+  await t.step("a new counter starts at 1; each reservation continues after the last", async () => {
+    const field = fresh("start");
+    const a = await store.reserve(key, field, 10, PLAIN);
+    // As the engine does: its high-water mark as the floor (an interleaved store needs it to
+    // stay above; a single counter is at the mark, so nothing is raised).
+    const mark = a.ranges.at(-1)!.last;
+    const b = await store.reserve(key, field, 5, { ...PLAIN, floor: mark, raiseTo: mark });
+    check(a.ranges, 10);
+    check(b.ranges, 5);
+    assert.equal(a.raised, false);
+    assert.equal(b.raised, false);
+    assert.ok(
+      b.ranges[0].first > a.ranges.at(-1)!.last,
+      "the second reservation is above the first",
+    );
+    if (contiguous) {
+      assert.deepEqual(a.ranges, [{ first: 1n, last: 10n }]);
+      assert.deepEqual(b.ranges, [{ first: 11n, last: 15n }]);
+    }
+  });
+
+  await t.step("another key is another counter", async () => {
+    const field = fresh("keys");
+    const a = await store.reserve(key, field, 3, PLAIN);
+    const b = await store.reserve(fresh("other-key"), field, 3, PLAIN);
+    check(b.ranges, 3);
+    // Interleaved: the next reservation goes to the next server in turn, so only one store says.
+    if (contiguous) {
+      assert.deepEqual(b.ranges, a.ranges, "the same name under another key starts over");
+    }
+  });
+
+  await t.step("the guard raises a counter below the floor, and only then", async () => {
+    const field = fresh("guard");
+    await store.reserve(key, field, 10, PLAIN);
+    const above = await store.reserve(key, field, 10, { ...PLAIN, floor: 5n, raiseTo: 1_000n });
+    assert.equal(above.raised, false, "a counter above the floor is left as it is");
+    const below = await store.reserve(key, field, 10, { ...PLAIN, floor: 5_000n, raiseTo: 9_000n });
+    // An interleaved server jumps to its first block above the floor, which is no rollback of it.
+    if (contiguous) {
+      assert.equal(below.raised, true, "a counter below the floor is raised and says so");
+    }
+    check(below.ranges, 10);
+    assert.ok(below.ranges[0].first > 5_000n, "no ID at or below the floor after a raise");
+    if (contiguous) {
+      assert.deepEqual(above.ranges, [{ first: 11n, last: 20n }]);
+      assert.deepEqual(below.ranges, [{ first: 9_001n, last: 9_010n }]);
+    }
+    const unguarded = await store.reserve(key, field, 1, {
+      ...PLAIN,
+      floor: 1n << 40n,
+      guard: false,
+    });
+    assert.equal(unguarded.raised, false, "guard: false never raises");
+  });
+
+  await t.step("ends above 2^53 are exact", async () => {
+    const field = fresh("exact");
+    const floor = (1n << 60n) + 3n;
+    const r = await store.reserve(key, field, 7, { ...PLAIN, floor, raiseTo: floor + 2n });
+    check(r.ranges, 7);
+    assert.ok(r.ranges[0].first > floor);
+    if (contiguous) assert.deepEqual(r.ranges, [{ first: floor + 3n, last: floor + 9n }]);
+    const mark = r.ranges.at(-1)!.last;
+    const next = await store.reserve(key, field, 1, { ...PLAIN, floor: mark, raiseTo: mark });
+    assert.ok(next.ranges[0].first > r.ranges.at(-1)!.last);
+    if (contiguous) assert.deepEqual(next.ranges, [{ first: floor + 10n, last: floor + 10n }]);
+  });
+
+  await t.step("a counter never passes 2^63-1: overflow, nothing handed out", async () => {
+    const field = fresh("overflow");
+    const floor = MAX_ID - 100n;
+    const err = await store.reserve(key, field, 1_000, { ...PLAIN, floor, raiseTo: floor })
+      .then((r) => r, (e: unknown) => e);
+    assert.ok(err instanceof KvIdError, `an overflow is a KvIdError, got ${Deno.inspect(err)}`);
+    assert.equal(err.code, "overflow");
+  });
+
+  await t.step("concurrent reservations never overlap", async () => {
+    const field = fresh("concurrent");
+    const counts = Array.from({ length: 40 }, (_, i) => 1 + (i * 7) % 23);
+    const all = await Promise.all(counts.map((n) => store.reserve(key, field, n, PLAIN)));
+    const ranges = all.flatMap((r, i) => {
+      check(r.ranges, counts[i]);
+      return r.ranges;
+    }).sort((a, b) => (a.first < b.first ? -1 : 1));
+    for (let i = 1; i < ranges.length; i++) {
+      assert.ok(ranges[i].first > ranges[i - 1].last, "two reservations share an ID");
+    }
+    if (contiguous) {
+      const total = counts.reduce((a, b) => a + b, 0);
+      assert.deepEqual({ first: ranges[0].first, last: ranges.at(-1)!.last }, {
+        first: 1n,
+        last: BigInt(total),
+      });
+    }
+  });
+
+  const release = store.release?.bind(store);
+  await t.step({
+    name: release && contiguous
+      ? "release gives the tail back only if nobody reserved since (compare-and-set)"
+      : "release (ignored: this store does not give ranges back)",
+    ignore: !(release && contiguous),
+    fn: async () => {
+      const field = fresh("release");
+      const r = await store.reserve(key, field, 100, PLAIN);
+      assert.equal(await release!(key, field, { first: 51n, last: 100n }), true);
+      const again = await store.reserve(key, field, 10, PLAIN);
+      assert.deepEqual(again.ranges, [{ first: 51n, last: 60n }], "the tail is reserved again");
+      await store.reserve(key, field, 10, PLAIN); // another process reserved since
+      assert.equal(await release!(key, field, { first: 55n, last: 60n }), false);
+      const after = await store.reserve(key, field, 1, PLAIN);
+      assert.deepEqual(
+        after.ranges,
+        [{ first: 71n, last: 71n }],
+        "a refused release changes nothing",
+      );
+      assert.ok(r.ranges[0].first === 1n);
+    },
+  });
+
+  const { loadStep, saveStep } = store;
+  await t.step({
+    name: loadStep && saveStep
+      ? "the remembered step: none for a new counter, then what was saved, per counter"
+      : "step memory (ignored: this store does not remember steps)",
+    ignore: !(loadStep && saveStep),
+    fn: async () => {
+      const field = fresh("step");
+      const other = fresh("step-other");
+      assert.equal(await store.loadStep!(key, field), undefined);
+      await store.saveStep!(key, field, 4_096);
+      assert.equal(await store.loadStep!(key, field), 4_096);
+      assert.equal(await store.loadStep!(key, other), undefined, "another counter has its own");
+      await store.saveStep!(key, field, 512);
+      assert.equal(await store.loadStep!(key, field), 512, "the last save wins");
+      const r = await store.reserve(key, field, 3, PLAIN);
+      check(r.ranges, 3);
+      if (contiguous) assert.deepEqual(r.ranges, [{ first: 1n, last: 3n }], "not a counter value");
+    },
+  });
+
+  await t.step({
+    name: store.deleteDaysBefore
+      ? "day cleanup deletes the days before the cut and leaves every other field alone"
+      : "day cleanup (ignored: this store has no deleteDaysBefore)",
+    ignore: !store.deleteDaysBefore,
+    fn: async () => {
+      const days = fresh("days");
+      for (const field of ["20260101", "20260102", "20260103", "order"]) {
+        await store.reserve(days, field, 5, PLAIN);
+      }
+      assert.equal(await store.deleteDaysBefore!(days, "20260103"), 2);
+      assert.equal(await store.deleteDaysBefore!(days, "20260103"), 0, "nothing left to delete");
+      const kept = await store.reserve(days, "20260103", 1, PLAIN);
+      const other = await store.reserve(days, "order", 1, PLAIN);
+      const gone = await store.reserve(days, "20260101", 1, PLAIN);
+      if (contiguous) {
+        assert.deepEqual(kept.ranges, [{ first: 6n, last: 6n }], "the cut day is kept");
+        assert.deepEqual(other.ranges, [{ first: 6n, last: 6n }], "a non-day field is kept");
+        assert.deepEqual(gone.ranges, [{ first: 1n, last: 1n }], "a deleted day starts over");
+      }
+    },
+  });
+
+  await t.step({
+    name: subject.corrupt
+      ? "a counter that is not an integer is a reply error, never IDs"
+      : "a corrupted counter (ignored: no way to corrupt this store given)",
+    ignore: !subject.corrupt,
+    fn: async () => {
+      const field = fresh("corrupt");
+      await store.reserve(key, field, 1, PLAIN);
+      await subject.corrupt!(key, field);
+      for (const guard of [true, false]) {
+        const err = await store.reserve(key, field, 5, { ...PLAIN, guard }).then(
+          (r) => r,
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof KvIdError, `guard ${guard}: got ${Deno.inspect(err)}`);
+        assert.equal(err.code, "reply");
+      }
+    },
+  });
+
+  await t.step(
+    "KvId on it: unique increasing IDs, and a clean close loses none it can give back",
+    async () => {
+      const name = fresh("engine");
+      const seen: number[] = [];
+      {
+        await using ids = new KvId(name, { store, key });
+        for (let i = 0; i < 2_000; i++) seen.push(await ids.next());
+      }
+      await using again = new KvId(name, { store, key });
+      const next = await again.next();
+      for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1]);
+      assert.ok(!seen.includes(next), "a restarted generator hands out an ID already issued");
+      // Interleaved: a fresh generator may first reach a server below the front (unique, not above).
+      if (contiguous) assert.ok(next > seen.at(-1)!, "a restarted generator continues above");
+      if (release && contiguous) assert.equal(next, seen.at(-1)! + 1, "the unused tail came back");
+    },
+  );
+}

@@ -1,0 +1,58 @@
+/**
+ * Every store runs the shared spec (tests/stores/store_spec.ts): Redis through both npm clients,
+ * interleaved Redis servers, Deno KV on a file, and the in-memory reference store.
+ */
+
+import { RedisStore } from "../../src/redis_store.ts";
+import { InterleavedStore } from "../../src/interleaved_store.ts";
+import { DenoKvStore } from "../../src/deno_kv_store.ts";
+import { CLIENTS, openClient } from "../clients.ts";
+import { command, startServer } from "../server.ts";
+import { MemoryStore } from "./memory_store.ts";
+import { runStoreSpec } from "./store_spec.ts";
+
+Deno.test("store spec: the in-memory reference store", async (t) => {
+  await runStoreSpec(t, { store: new MemoryStore(), contiguous: true });
+});
+
+for (const kind of CLIENTS) {
+  Deno.test(`store spec: RedisStore through ${kind}`, async (t) => {
+    await using server = await startServer({ persistence: "aof" });
+    await using client = await openClient(kind, server.url);
+    await runStoreSpec(t, {
+      store: new RedisStore(client.redis),
+      contiguous: true,
+      corrupt: async (key, field) => void await command(server.url, "HSET", key, field, "x1"),
+    });
+  });
+}
+
+Deno.test("store spec: InterleavedStore over two Redis servers", async (t) => {
+  await using a = await startServer({ persistence: "aof" });
+  await using b = await startServer({ persistence: "aof" });
+  await using ca = await openClient("node-redis", a.url);
+  await using cb = await openClient("node-redis", b.url);
+  await runStoreSpec(t, {
+    store: new InterleavedStore([ca.redis, cb.redis], { block: 4 }),
+    contiguous: false,
+  });
+});
+
+Deno.test("store spec: DenoKvStore on a file", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-spec-kv-" });
+  try {
+    const kv = await Deno.openKv(`${dir}/ids.sqlite3`);
+    try {
+      const store = new DenoKvStore(kv);
+      await runStoreSpec(t, {
+        store,
+        contiguous: true,
+        corrupt: async (key, field) => void await kv.set(store.kvKey(key, field), "x1"),
+      });
+    } finally {
+      kv.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
