@@ -157,7 +157,7 @@ Deno.test({
       );
     }
     const taken: number[][] = generators.map(() => []);
-    let killedAt: number[] | undefined; // how many IDs each generator had at the kill
+    let killedAt: number[] = []; // how many IDs each generator had at the kill
     let stop = false;
     const deadline = performance.now() + 60_000;
     const work = generators.map(async (id, g) => {
