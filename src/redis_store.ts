@@ -251,7 +251,11 @@ export class RedisStore implements Store {
   // Counters (key, field) checked for an interleaved layout before their first plain HINCRBY.
   readonly #plainChecked = new Set<string>();
 
-  /** @param source The client or a factory of it. */
+  /**
+   * A store on one server; no I/O until the first reservation.
+   *
+   * @param source The client or a factory of it.
+   */
   constructor(source: RedisSource) {
     this.#source = source;
   }
