@@ -191,6 +191,8 @@ end
 return redis.call('HGET', KEYS[1], ARGV[1])`);
 
 const MAX_ID = (1n << 63n) - 1n;
+// The least time a WAIT bounded by round trips (ReserveOptions.waitRoundTrips) gets in all.
+const MIN_WAIT_MS = 200;
 const INTERLEAVED_COUNTER =
   "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
 // Counters remembered as checked, at most: a bound for processes with very many names.
@@ -282,7 +284,11 @@ export class RedisStore implements Store {
     const reservation = await this.#reserve(client, key, field, count, options);
     const replicas = options.replicas ?? 0;
     if (replicas > 0) {
-      const budget = (options.waitMs ?? 5_000) - (performance.now() - started);
+      const rtt = performance.now() - started;
+      let budget = (options.waitMs ?? 5_000) - rtt;
+      if (options.waitRoundTrips !== undefined) {
+        budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
+      }
       await waitForReplicas(client, key, field, replicas, Math.max(1, Math.floor(budget)));
     }
     return reservation;

@@ -91,6 +91,12 @@ export interface ReserveOptions {
   /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
   waitMs?: number;
   /**
+   * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at
+   * least 200 ms in all), so a member of an interleaved set whose replicas do not confirm is
+   * skipped quickly instead of holding the whole budget. Default: none, `waitMs` alone.
+   */
+  waitRoundTrips?: number;
+  /**
    * Set by an interleaving store ({@linkcode InterleavedStore}) on each member: the layout of the
    * set for this member, e.g. `"v1 servers=3 block=1000 index=1"`; the counter then counts this
    * member's block cycles, not IDs. A store that supports it, in the same atomic step as the

@@ -322,16 +322,9 @@ export class InterleavedStore implements Store {
       throw new KvIdError("overflow", "the counter would pass 2^63-1", where);
     }
     const layout = this.layout(i);
-    const health = healthOf(this.#members[i]);
-    // The member's own WAIT (replicas) fits in this attempt: a few round trips when known.
-    const waitMs = Math.max(
-      1,
-      Math.floor(Math.min(
-        options.waitMs ?? limitMs,
-        limitMs * 0.9,
-        health.srtt === undefined ? Infinity : Math.max(MIN_ATTEMPT_MS, RTT_FACTOR * health.srtt),
-      )),
-    );
+    // The member's own WAIT (replicas) fits in this attempt, and in a few round trips of its
+    // reservation: a member whose replicas do not confirm is skipped quickly, its blocks spent.
+    const waitMs = Math.max(1, Math.floor(Math.min(options.waitMs ?? limitMs, limitMs * 0.9)));
     const reply = await this.#members[i].reserve(key, field, blocks, {
       floor: floorCycle,
       raiseTo: raiseCycle,
@@ -339,6 +332,7 @@ export class InterleavedStore implements Store {
       exact: true,
       replicas: options.replicas,
       waitMs,
+      waitRoundTrips: RTT_FACTOR,
       layout,
     });
     if (reply.layout !== layout) {
