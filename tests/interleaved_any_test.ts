@@ -207,3 +207,26 @@ Deno.test({
     await Promise.all(opened.map((c) => c.close()));
   }
 });
+
+Deno.test({
+  name: "interleaved over Redis and Deno KV: a member that lost its data jumps above, reported",
+  ignore,
+}, async () => {
+  await using s0 = await startServer();
+  await using file = await tempKv();
+  await using c0 = await openClient("node-redis", s0.url);
+  using kv = new DenoKvStore(file.path);
+  const store = new InterleavedStore([new RedisStore(c0.redis), kv], { block: 10 });
+  await using id = new KvId("lost", { store, minStep: 10, maxStep: 10, prefetchAt: 0 });
+  const ids: number[] = [];
+  for (let i = 0; i < 100; i++) ids.push(await id.next());
+  // The Redis member loses everything (a restart without persistence): counter and layout.
+  await command(s0.url, "FLUSHALL");
+  for (let i = 0; i < 100; i++) ids.push(await id.next());
+  assertIncreasing(ids);
+  for (let i = 1; i < ids.length; i++) assert.equal(ids[i], ids[i - 1] + 1, "no block skipped");
+  assert.equal(id.stats().rollbacks, 1, "the member found below this store's mark is reported");
+  // It was raised to its first cycle above the floor and recorded its layout again.
+  assert.ok(Number(await command(s0.url, "HGET", "kvid", "lost")) >= 5);
+  assert.equal(await command(s0.url, "HGET", "kvid", LAYOUT + "lost"), store.layout(0));
+});
