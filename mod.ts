@@ -78,6 +78,7 @@
  * | `guard`           | `true`            | send the high-water mark as a floor with each reservation (Lua); `false`: plain `HINCRBY`, no Lua                                                |
  * | `rollbackMargin`  | `0`               | how far past the floor a counter found below it is raised                                                                                        |
  * | `replicas`        | `0`               | hand a reservation's IDs out only once this many replicas acknowledged it (`WAIT`; see _Replicated Redis_)                                       |
+ * | `waitAof`         | `true`            | hand a reservation's IDs out only once the server fsynced it to its AOF (`WAITAOF 1 0`; Redis/Valkey >= 7.2, skipped without it; see _Operating it_) |
  * | `rememberStep`    | `true`            | remember the step next to the counter and start from it (see _How it works_); `initialStep` wins                                                 |
  * | `giveBack`        | `true`            | on `close()`, give the unused top of the last reservation back if nobody reserved since (see _What a restart costs_)                             |
  * | `stepRule`        | `"doubling"`      | how the step adapts: `"doubling"` or `"rate"` (see _How it works_)                                                                               |
@@ -204,7 +205,7 @@
  *
  * | setup                                          | no ID issued twice after a failover or a loss?                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                  |
  * | ---------------------------------------------- | --------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------- |
- * | **single primary, no replica**                 | what its persistence keeps (see _Operating it_: `appendfsync always` loses nothing). Leave `replicas` at 0: `WAIT` with no replica never confirms                                                                                                                                                                                                                                                                                                                                                                                                                                                               |
+ * | **single primary, no replica**                 | what its persistence keeps (see _Operating it_: `appendfsync always`, or `waitAof` on Redis/Valkey >= 7.2, loses nothing). Leave `replicas` at 0: `WAIT` with no replica never confirms                                                                                                                                                                                                                                                                                                                                                                                                                                                               |
  * | **Sentinel / managed failover, `replicas: 0`** | live generators: yes (`guard`). IDs that a generator which has stopped took from a reservation the promoted replica never got: **re-issued** (tested)                                                                                                                                                                                                                                                                                                                                                                                                                                                           |
  * | **Sentinel, `replicas: N`**                    | yes when the promoted replica is one that acknowledged: always with N = the number of replicas; with fewer, only if Sentinel picks an acknowledging one: it prefers the lowest `replica-priority`, then the greatest replication offset, so with equal priorities it promotes the most advanced eligible replica, which has every acknowledged range unless all acknowledging ones are ineligible (down, disconnected too long, `replica-priority 0`). Tested: 0 IDs re-issued. Fewer than N replicas connected: no reservation succeeds, calls fail with `"timeout"` (so N = replicas - 1 survives losing one) |
  * | **Redis Cluster, `replicas: N`**               | the same per shard: `WAIT` goes to the master owning the counter's slot, over the connection that reserved (both adapters route it; tested: `WAIT`s only on that master). Tested: the counter's master killed mid-run, its replica promoted, the old master back as its replica: no duplicate                                                                                                                                                                                                                                                                                                                   |
@@ -253,11 +254,32 @@
  *
  * | server  | setting                                   | what it buys                                                  |
  * | ------- | ----------------------------------------- | ------------------------------------------------------------- |
+ * | Redis, Valkey >= 7.2 | `appendonly yes`, either `appendfsync`, `waitAof` (the default) | no ID served before its reservation is fsynced (`WAITAOF 1 0`): nothing lost, ever |
  * | Redis   | `appendonly yes` + `appendfsync always`   | each reservation fsynced before its reply: nothing lost, ever |
- * | Redis   | `appendonly yes` + `appendfsync everysec` | a machine crash or power cut can lose the last second or so   |
+ * | Redis   | `appendonly yes` + `appendfsync everysec` | a machine crash or power cut can lose the last second or so (a crash of the server process alone loses nothing: tested, `kill -9`) |
  * | Redis   | RDB snapshots only, or no persistence     | a restart rolls counters back to the snapshot, or to nothing  |
  * | Kvrocks | `rocksdb.write_options.sync yes`          | each write's WAL fsynced before the reply: nothing lost, ever |
  * | Kvrocks | default (`sync no`)                       | a machine crash can lose the latest writes                    |
+ *
+ * **`waitAof`** (on by default): after each reservation the generator sends `WAITAOF 1 0 <ms>` on the
+ * same connection and hands the range out only once the server says it is fsynced to its AOF; a range
+ * not confirmed within 90% of `timeout` is spent (a gap), like one `WAIT` did not confirm. A server
+ * that keeps no AOF, also one turned off at run time (`CONFIG SET appendonly no`), is refused with a
+ * `"config"` error naming the fix (`appendonly yes`, or `waitAof: false`): its reservations fail and
+ * none of their IDs is served (tested on Valkey 8.0). Where the server has no `WAITAOF` (Redis 7.0,
+ * Kvrocks: `unknown command`, asked once per client) or the client cannot send it (no `sendCommand`),
+ * it is skipped and durability is the server's setting in the table. With `replicas` it comes before
+ * `WAIT`; replicas confirm receipt, not their fsync (`WAITAOF 1 N` waits for a replica's
+ * once-a-second ACK: 1,020 ms a reservation with `everysec` replicas). It needs the same connection
+ * as the reservation, as `WAIT` does (see _WAIT and connections_). On by default because it costs one
+ * round trip per reservation, which prefetch hides: measured on 2026-12-01 by `deno run -A
+ * bench/waitaof.ts` (valkey-server 8.0.1 on loopback, 2 cores at load 16 from other work, medians of
+ * 8 A B B A rounds), with `appendfsync everysec` a reservation 0.075 ms without and 0.125 ms with it,
+ * a cold start (a new generator's first ID) 0.096 and 0.142 ms, `next()` per ID over 100,000 IDs
+ * from a fresh generator 89 and 106 ns; with `always` (the fsync dominates) 2.4 and 3.0 ms, 2.5 and
+ * 3.2 ms, 963 and 878 ns (noise at that load). `kill -9` of redis-server and valkey-server with
+ * `everysec` and with `always`, a generator alive across it and a fresh one after it: 0 IDs re-issued
+ * (`tests/faults/crash_aof_test.ts`).
  *
  * `appendfsync always` is cheap here: the server sees one write per segment, not per ID. A failover to
  * a replica that had not received the latest reservations is a rollback too (replication is
@@ -291,9 +313,19 @@
  *   spent: a gap, never a duplicate.
  * - **Transient server states** (a restart loading its data: `LOADING`; a failover: `READONLY` from
  *   the demoted primary, `MASTERDOWN` from a replica cut off; a long script: `BUSY`; a cluster
- *   resharding or not covering a slot: `TRYAGAIN`, `CLUSTERDOWN`): reservations are retried until the
- *   caller's deadline, then `"timeout"` with the server's words in the `cause`; tested against real
- *   servers in each state (`tests/faults/states_test.ts`).
+ *   resharding or not covering a slot: `TRYAGAIN`, `CLUSTERDOWN`; writes refused for too few replicas
+ *   `NOREPLICAS` (`min-replicas-to-write`), out of memory `OOM` (`maxmemory` with `noeviction`), a
+ *   failed save `MISCONF` (`stop-writes-on-bgsave-error`)): reservations are retried until the
+ *   caller's deadline, then `"timeout"` with the server's words in the `cause` (`"unavailable"`; the
+ *   service answers 503 with `Retry-After`, not 500); tested against real servers in each state
+ *   (`tests/faults/states_test.ts`).
+ * - **A blocked event loop** (synchronous work, a long GC pause) is not an outage: a deadline timer
+ *   that fires more than 50 ms late gives the reply once more the time it was late (at most
+ *   `timeout`) before the call fails or the store is marked down, so a healthy server's reply, already
+ *   in the socket, serves the call. Before: 1,500 ms of synchronous work with `timeout: 500` failed
+ *   the waiting call (`"timeout"`) and the next 15 (`"unavailable"`); now all are served, with no
+ *   failure counted (`tests/faults/blocked_loop_test.ts`). A server that does not answer still fails
+ *   the call, later by at most the time the loop was blocked plus `timeout`.
  *
  * What an outage costs a caller, measured on 2026-12-01 by `deno run -A bench/outage.ts` (Redis 7.0.15
  * killed, then restarted with its AOF; defaults, `timeout` 5,000 ms; the clients' default reconnect; 2

@@ -11,7 +11,8 @@
 
 import { createClient } from "redis";
 import { fromNodeRedis, KvId } from "../mod.ts";
-import { info, onPath, type RedisProcess, startRedis, until } from "../tests/replicated.ts";
+import { info, type RedisProcess, startRedis, until } from "../tests/replicated.ts";
+import { redisBinaryMissing } from "../tests/server.ts";
 
 const LOOP = 100_000;
 const TRIP = "reservation round trip, primary + 1 replica (1 reservation per iteration)";
@@ -19,7 +20,7 @@ const HOT = `next() per ID, primary + 1 replica (${
   LOOP.toLocaleString("en-US")
 } IDs per iteration)`;
 
-const ignore = !onPath("redis-server");
+const ignore = redisBinaryMissing();
 const processes: RedisProcess[] = [];
 const dir = await Deno.makeTempDir({ prefix: "kvid-bench-replicas-" });
 addEventListener("unload", () => {

@@ -125,6 +125,8 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
     // On a cluster, to the node owning `key`: the connection that just served it.
     waitReplicas: (key, replicas, timeoutMs) =>
       send(key, ["WAIT", String(replicas), String(timeoutMs)]),
+    waitAof: (key, numlocal, numreplicas, timeoutMs) =>
+      send(key, ["WAITAOF", String(numlocal), String(numreplicas), String(timeoutMs)]),
     close: async () => void await original.close?.(),
   };
 }
@@ -158,22 +160,33 @@ export function fromIoredis(client: IoredisLike): RedisClient {
       reported(client.evalsha(sha1, keys.length, ...keys, ...args.map(String))),
     sendCommand: (command, args = []) => client.call(command, ...args.map(String)),
     close: async () => void await client.quit?.(),
-    waitReplicas: async (key, replicas, timeoutMs) => {
-      const wait = ["wait", String(replicas), String(timeoutMs)];
-      if (client.isCluster !== true) return await client.call(...wait as [string, ...string[]]);
-      // A keyless command goes to a random node of a cluster; a pipeline goes to the node of its
-      // keys, over the connection that served the reservation.
-      if (typeof client.pipeline !== "function") {
-        throw new TypeError("fromIoredis(client): this Cluster has no pipeline() method");
-      }
-      const replies = await client.pipeline([["exists", key], wait]).exec() as
-        | [Error | null, unknown][]
-        | null;
-      const [err, count] = replies?.[1] ?? [new Error("WAIT got no reply"), undefined];
-      if (err) throw err;
-      return count;
-    },
+    waitReplicas: (key, replicas, timeoutMs) =>
+      onNodeOf(client, key, ["wait", String(replicas), String(timeoutMs)]),
+    waitAof: (key, numlocal, numreplicas, timeoutMs) =>
+      onNodeOf(client, key, [
+        "waitaof",
+        String(numlocal),
+        String(numreplicas),
+        String(timeoutMs),
+      ]),
   };
+}
+
+/** A keyless command (`WAIT`, `WAITAOF`) on the ioredis connection that serves `key`. */
+async function onNodeOf(client: IoredisLike, key: string, command: string[]): Promise<unknown> {
+  if (client.isCluster !== true) return await client.call(...command as [string, ...string[]]);
+  // A keyless command goes to a random node of a cluster; a pipeline goes to the node of its
+  // keys, over the connection that served the reservation.
+  if (typeof client.pipeline !== "function") {
+    throw new TypeError("fromIoredis(client): this Cluster has no pipeline() method");
+  }
+  // Through `call`: ioredis 5 has no method for commands newer than its list (`waitaof`).
+  const replies = await client.pipeline([["exists", key], ["call", ...command]]).exec() as
+    | [Error | null, unknown][]
+    | null;
+  const [err, reply] = replies?.[1] ?? [new Error(`${command[0]} got no reply`), undefined];
+  if (err) throw err;
+  return reply;
 }
 
 /**

@@ -269,6 +269,7 @@ const PASSED_TO_KVID = [
   "guard",
   "rollbackMargin",
   "replicas",
+  "waitAof",
   "stepRule",
   "clock",
 ] as const;

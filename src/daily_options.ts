@@ -119,6 +119,13 @@ export interface DailyIdOptions {
    * @default {0}
    */
   replicas?: number;
+  /**
+   * Hand serials out only once the server confirms the reservation is fsynced to its AOF
+   * (`WAITAOF`, Redis and Valkey >= 7.2; skipped without it; see KvId).
+   *
+   * @default true
+   */
+  waitAof?: boolean;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
 }

@@ -12,12 +12,17 @@
  *   failed, a command not allowed (`NOPERM`) or unknown (renamed), Deno KV without
  *   `--unstable-kv` or its directory, a `clock` returning a non-finite reading, a factory that
  *   failed permanently, a setup that cannot read a counter exactly (a client rounding integers
- *   above 2^53 on a server without scripting) or in its layout.
- * - `"timeout"`: no ID could be reserved within the `timeout` option.
+ *   above 2^53 on a server without scripting) or in its layout, a server that keeps no AOF
+ *   while `waitAof` asks it to confirm each reservation is on disk (`appendonly no`, also when
+ *   turned off at run time; the reservation's IDs are spent, none served).
+ * - `"timeout"`: no ID could be reserved within the `timeout` option (also: a reservation that
+ *   `WAIT` or `WAITAOF` did not confirm in time; its IDs are spent).
  * - `"conflict"`: the store's optimistic writes kept losing to other writers (Deno KV); retried.
  * - `"connection"`: the store could not be reached (the cause says why).
  * - `"unavailable"`: the server answered that it cannot serve for now (`LOADING`, `READONLY`,
- *   `MASTERDOWN`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`); retried until the caller's deadline.
+ *   `MASTERDOWN`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`; writes refused for too few replicas
+ *   `NOREPLICAS`, out of memory `OOM`, a disk it cannot persist to `MISCONF`), or the store is
+ *   known down (`failFast`); retried until the caller's deadline.
  * - `"reply"`: the server answered with an error (wrong type, not an integer, auth, ...).
  * - `"overflow"`: the counter would pass 2^63-1.
  * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.

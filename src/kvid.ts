@@ -19,6 +19,7 @@ import { SegmentBuffer } from "./segment_buffer.ts";
 import type { IdRange, Reservation, Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { checkInteger, checkName, checkNumber, describe } from "./validate.ts";
+import { deadlineTimer } from "./deadline_timer.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { StepSizer } from "./step.ts";
 
@@ -143,6 +144,7 @@ const OPTION_NAMES = new Set([
   "giveBack",
   "rememberStep",
   "replicas",
+  "waitAof",
   "stepRule",
   "clock",
 ]);
@@ -187,13 +189,16 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #failFast: boolean;
   readonly #margin: bigint;
   readonly #replicas: number;
+  readonly #waitAof: boolean;
   readonly #clock: () => number;
   #store: Store | undefined;
 
   #waiters: Waiter<T>[] = [];
   #head = 0;
   #demand = 0;
-  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  // Cancels the timer of the first queued call's deadline (see deadlineTimer: a blocked event
+  // loop is not counted against the store).
+  #deadlineTimer: (() => void) | undefined;
   #backoffTimer: ReturnType<typeof setTimeout> | undefined;
   #inflight: Promise<void> | undefined;
   #retryAt = 0;
@@ -267,7 +272,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     checkInteger("KvId", "rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
     const replicas = options.replicas ?? 0;
     checkInteger("KvId", "replicas", replicas, 0, MAX_REPLICAS);
-    for (const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast"] as const) {
+    for (
+      const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast", "waitAof"] as const
+    ) {
       if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
         throw new TypeError(
           `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -312,6 +319,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#failFast = options.failFast ?? true;
     this.#margin = BigInt(margin);
     this.#replicas = replicas;
+    this.#waitAof = options.waitAof ?? true;
     this.#clock = options.clock ?? (() => performance.now());
     this.#store = options.store;
     this.#stepLoaded = options.rememberStep === false || options.initialStep !== undefined;
@@ -525,7 +533,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     return new Promise((resolve, reject) => {
       this.#waiters.push({ need, got, ids, deadline: now + this.#timeout, resolve, reject });
       this.#demand += need - got;
-      this.#deadlineTimer ??= setTimeout(() => this.#expire(), this.#timeout);
+      this.#deadlineTimer ??= deadlineTimer(this.#timeout, () => this.#expire());
       this.#pump();
     });
   }
@@ -571,7 +579,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (expired > 0 && this.#lastError !== undefined) this.#markDown(now);
     if (this.#head < waiters.length) {
       const wait = Math.max(1, waiters[this.#head].deadline - now);
-      this.#deadlineTimer = setTimeout(() => this.#expire(), wait);
+      this.#deadlineTimer = deadlineTimer(wait, () => this.#expire());
     }
   }
 
@@ -586,7 +594,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (this.#head === this.#waiters.length) {
       this.#waiters = [];
       this.#head = 0;
-      clearTimeout(this.#deadlineTimer);
+      this.#deadlineTimer?.();
       this.#deadlineTimer = undefined;
     } else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {
       this.#waiters = this.#waiters.slice(this.#head);
@@ -655,7 +663,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelTimer: (() => void) | undefined;
     let abandoned = false;
     try {
       // A bad clock is said before any I/O: its reading must never size a reservation.
@@ -674,15 +682,19 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         guard: this.#guard,
         exact: this.#bigint,
         replicas: this.#replicas,
+        waitAof: this.#waitAof,
         // WAIT returns (with the count it saw) a little before the reservation's deadline.
         waitMs: this.#timeout * 0.9,
       });
+      // A timer that fired late because the event loop was blocked gives the reply (likely in
+      // the socket already) more time: before, 1,500 ms of synchronous work with timeout 500
+      // failed the waiting call and marked a healthy store down (15 calls "unavailable").
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
+        cancelTimer = deadlineTimer(this.#timeout, () => {
           abandoned = true;
           // No cause: the last error's own cause chain would grow by one per failed attempt.
           reject(this.#timeoutError("the reservation took", false));
-        }, this.#timeout);
+        });
       });
       // A late reply is dropped: its range is spent, never handed out.
       // A late reply is still read for a rollback it found (a command a client queued while the
@@ -749,7 +761,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       // An attempt that took the whole timeout (a hung server): known down too.
       else if (performance.now() - started >= this.#timeout) this.#markDown();
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
     }
   }
 

@@ -141,6 +141,7 @@
  * @module
  */
 
+import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
@@ -297,19 +298,20 @@ export function createHandler(options: ServiceOptions): IdService {
   let drained: (() => void) | undefined;
 
   const ready = async (): Promise<boolean> => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     try {
       await Promise.race([
         readyProbe(),
+        // A loop blocked by the application is not a store that does not answer.
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error("slow")), READY_TIMEOUT_MS);
+          cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
         }),
       ]);
       return true;
     } catch {
       return false;
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   };
 

@@ -88,7 +88,15 @@ export interface ReserveOptions {
    * Default 0: no wait.
    */
   replicas?: number;
-  /** How long `WAIT` may block, in ms (the reservation's time budget). Default 5,000. */
+  /**
+   * Hand the range out only once the server confirms the increment is fsynced to its AOF:
+   * `WAITAOF 1 0 waitMs` (Redis and Valkey >= 7.2), then `WAIT` for `replicas`. Skipped on a server without `WAITAOF`. `KvId` passes its
+   * `waitAof` option, on by default.
+   *
+   * @default {false}
+   */
+  waitAof?: boolean;
+  /** How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget). Default 5,000. */
   waitMs?: number;
   /**
    * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at

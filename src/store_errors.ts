@@ -31,7 +31,12 @@ const NOT_AN_INTEGER =
 // script's "...: "). Kvrocks: "LOADING kvrocks is restoring the db from backup", "READONLY You
 // can't write against a read only slave.", "TRYAGAIN Can't write to slot being migrated ...",
 // "CLUSTERDOWN ...". BUSY is a script running past its time limit (not BUSYKEY, BUSYGROUP).
-const TRANSIENT_STATE = /(^|ERR |: )(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN)\b/;
+// Writes refused while a condition an operator (or the server) clears holds: "NOREPLICAS Not
+// enough good replicas to write." (min-replicas-to-write), "OOM command not allowed when used
+// memory > 'maxmemory'." (noeviction at its limit), "MISCONF ... unable to persist to disk"
+// (stop-writes-on-bgsave-error after a failed BGSAVE, or a failed AOF write). Retried, not 500.
+const TRANSIENT_STATE =
+  /(^|ERR |: )(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|OOM|MISCONF)\b/;
 
 /** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
 export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
@@ -42,7 +47,8 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
     return new KvIdError("connection", `the store could not be reached: ${message}`, where);
   }
   // A server that cannot serve for now (loading its data, a demoted primary or a replica cut
-  // off from its primary, a busy script, a cluster slot moving or not covered): transient.
+  // off from its primary, a busy script, a cluster slot moving or not covered, too few
+  // replicas, out of memory, a disk it cannot persist to): transient.
   if (TRANSIENT_STATE.test(message)) {
     return new KvIdError("unavailable", `the server cannot serve for now: ${message}`, where);
   }

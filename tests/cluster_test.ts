@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createCluster } from "redis";
 import { Cluster } from "ioredis";
 import { fromIoredis, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../mod.ts";
-import { command } from "./server.ts";
+import { command, redisBinary, redisBinaryMissing } from "./server.ts";
 import { assertDisjoint, IdRuns } from "./assert.ts";
 
 const HOST = "127.0.0.1";
@@ -21,10 +21,11 @@ function onPath(bin: string): boolean {
     return false;
   }
 }
-// The cluster is made of redis-server processes, whatever server the other tests use.
-const ignore = !onPath("redis-server") || !onPath("redis-cli");
+// The cluster is made of redis-server processes (valkey-server with KVID_TEST_SERVER), joined by
+// redis-cli, which speaks to both.
+const ignore = redisBinaryMissing() || !onPath("redis-cli");
 
-/** A cluster-enabled redis-server started by the test. */
+/** A cluster-enabled server started by the test. */
 interface Node {
   port: number;
   url: string;
@@ -65,7 +66,7 @@ async function until(what: string, check: () => Promise<boolean>, ms = 30_000): 
 
 /** Start a cluster-enabled redis-server on `port` (again, after a kill: it keeps its config). */
 function spawnNode(dir: string, port: number): Deno.ChildProcess {
-  return new Deno.Command("redis-server", {
+  return new Deno.Command(redisBinary(), {
     args: [
       "--port",
       String(port),
@@ -81,8 +82,11 @@ function spawnNode(dir: string, port: number): Deno.ChildProcess {
       dir,
       "--save",
       "",
+      // AOF on (WAITAOF needs it), a directory of its own per node in the shared one.
       "--appendonly",
-      "no",
+      "yes",
+      "--appenddirname",
+      `aof-${port}`,
       "--repl-diskless-sync-delay",
       "0",
       "--protected-mode",
@@ -342,6 +346,8 @@ Deno.test({
       const ids = gens.map(() => new IdRuns());
       const errors = gens.map(() => 0);
       const unexpected: unknown[] = [];
+      // Commands counted from here: the earlier steps' generators sent WAITAOF everywhere.
+      for (const n of nodes) await command(n.url, "CONFIG", "RESETSTAT");
       let running = true;
       const runs = gens.map(async (g, i) => {
         while (running) {
@@ -373,14 +379,24 @@ Deno.test({
         const victim = await owner(nodes, slot);
         // WAIT went to the counter's master, over the connection that reserved: a WAIT on
         // another node would count replicas of nothing and confirm at once.
-        const waits = async (n: Node) =>
+        const calls = async (n: Node, stat: string) =>
           Number(
-            /calls=(\d+)/.exec((await info(n.url, "commandstats")).get("cmdstat_wait") ?? "")
-              ?.[1] ?? 0,
+            /calls=(\d+)/.exec((await info(n.url, "commandstats")).get(stat) ?? "")?.[1] ?? 0,
           );
+        const waits = (n: Node) => calls(n, "cmdstat_wait");
         assert.ok(await waits(victim) > 0, "WAITs on the counter's master");
         for (const n of nodes) {
           if (n !== victim) assert.equal(await waits(n), 0, "no WAIT elsewhere");
+        }
+        // WAITAOF too, where the server has it (Valkey, Redis >= 7.2): on that master only.
+        const hasWaitAof = /valkey_version|redis_version:(7\.[2-9]|[89])/.test(
+          String(await command(victim.url, "INFO", "server")),
+        );
+        if (hasWaitAof) {
+          assert.ok(await calls(victim, "cmdstat_waitaof") > 0, "WAITAOFs on the master");
+          for (const n of nodes) {
+            if (n !== victim) assert.equal(await calls(n, "cmdstat_waitaof"), 0, "elsewhere");
+          }
         }
         const heir = all[nodes.indexOf(victim) + 3];
         victim.child.kill("SIGKILL");

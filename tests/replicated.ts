@@ -5,11 +5,14 @@
  * @module
  */
 
-import { command } from "./server.ts";
+import { command, redisBinary } from "./server.ts";
 
 const HOST = "127.0.0.1";
 
-/** A redis-server (or `redis-server --sentinel`) process started by a test. */
+/**
+ * A redis-server (or `redis-server --sentinel`) process started by a test; valkey-server when
+ * `KVID_TEST_SERVER=valkey-server`.
+ */
 export interface RedisProcess {
   readonly port: number;
   readonly url: string;
@@ -78,10 +81,11 @@ export async function startRedis(
     ["dir", home],
     ["protected-mode", "no"],
     ["daemonize", "no"],
-    // No disk, and a replica's first sync starts at once (not after the default 5 s delay).
+    // No snapshots, AOF on (as the library wants: WAITAOF needs it, on replicas too), and a
+    // replica's first sync starts at once (not after the default 5 s delay).
     ...(options.sentinel ? [] : [
       ["save", '""'],
-      ["appendonly", "no"],
+      ["appendonly", "yes"],
       ["repl-diskless-sync-delay", "0"],
     ]),
     ...args,
@@ -89,7 +93,7 @@ export async function startRedis(
   // Sentinel rewrites its configuration file: it needs one of its own.
   const conf = `${home}/redis.conf`;
   await Deno.writeTextFile(conf, lines.map((l) => l.join(" ")).join("\n") + "\n");
-  const child = new Deno.Command("redis-server", {
+  const child = new Deno.Command(redisBinary(), {
     args: options.sentinel ? [conf, "--sentinel"] : [conf],
     stdin: "null",
     stdout: "null",

@@ -16,8 +16,8 @@ import { createSentinel } from "redis";
 import { Redis } from "ioredis";
 import { fromIoredis, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { startProxy } from "./proxy.ts";
-import { info, masterPort, onPath, type RedisProcess, startRedis, until } from "./replicated.ts";
-import { command } from "./server.ts";
+import { info, masterPort, type RedisProcess, startRedis, until } from "./replicated.ts";
+import { command, redisBinaryMissing } from "./server.ts";
 
 const NAME = "kvid-primary";
 const STEP = 10;
@@ -25,7 +25,7 @@ const TAKE = 3 * STEP; // IDs per generator and phase: three reservations
 
 Deno.test({
   name: "Sentinel failover: replicas 0 re-issues lost IDs, replicas 1 never does",
-  ignore: !onPath("redis-server"),
+  ignore: redisBinaryMissing(),
 }, async () => {
   const dir = await Deno.makeTempDir({ prefix: "kvid-sentinel-" });
   const processes: RedisProcess[] = [];

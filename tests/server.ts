@@ -3,8 +3,11 @@
  *
  * If the environment variable named by {@linkcode ServerOptions.urlEnv}
  * (default `KVID_TEST_URL`) is set, that server is used as-is. Otherwise a
- * throwaway `kvrocks` (preferred, when on PATH) or `redis-server` is started
- * on a free 127.0.0.1 port with its own temporary data directory.
+ * throwaway server is started on a free 127.0.0.1 port with its own temporary
+ * data directory: the binary `KVID_TEST_SERVER` names (`redis-server` or
+ * `valkey-server`; CI runs the server-facing tests once with each), else
+ * `kvrocks` when on PATH, else `redis-server`. A named binary that cannot be
+ * started fails the test, never skips it.
  *
  * @module
  */
@@ -15,7 +18,9 @@ export interface ServerOptions {
    * Durability of the started server. `"aof"` makes every write durable
    * (redis: `appendonly yes` + `appendfsync always`; kvrocks:
    * `rocksdb.write_options.sync yes`) so data survives `kill()` + `restart()`.
-   * Defaults to `"none"`.
+   * `"none"` (the default) still runs Redis and Valkey with `appendonly yes`
+   * (`appendfsync everysec`), as the library wants, but `restart()` wipes the
+   * data directory: the server comes back empty.
    */
   persistence?: "none" | "aof";
   /** Password required by the server (`requirepass`). */
@@ -54,7 +59,7 @@ export interface TestServer extends AsyncDisposable {
   /** Port the server listens on. */
   readonly port: number;
   /** Which server is behind `url`; `"external"` when taken from the env. */
-  readonly kind: "redis" | "kvrocks" | "external";
+  readonly kind: ServerKind | "external";
   /** Server version as reported by `INFO server`. */
   readonly version: string;
   /** Data directory of a started server; `undefined` for external ones. */
@@ -73,6 +78,47 @@ export interface TestServer extends AsyncDisposable {
    * survives. Throws for external servers.
    */
   restart(): Promise<void>;
+}
+
+/** Which server binary a local {@linkcode TestServer} runs. */
+export type ServerKind = "redis" | "valkey" | "kvrocks";
+
+/**
+ * The Redis-compatible binary the tests start where they start one directly (replicas,
+ * Sentinel, Cluster, fault staging): `KVID_TEST_SERVER` (`redis-server` or `valkey-server`),
+ * `redis-server` by default.
+ *
+ * @example
+ * ```ts
+ * new Deno.Command(redisBinary(), { args: ["--version"] }); // "redis-server" unless told
+ * ```
+ */
+export function redisBinary(): "redis-server" | "valkey-server" {
+  const named = Deno.env.get("KVID_TEST_SERVER");
+  if (named === undefined || named === "") return "redis-server";
+  if (named === "redis-server" || named === "valkey-server") return named;
+  throw new Error(`KVID_TEST_SERVER must be redis-server or valkey-server, got ${named}`);
+}
+
+/**
+ * True when tests needing {@linkcode redisBinary} should be skipped: it is not on PATH and
+ * nobody asked for it. A binary named in `KVID_TEST_SERVER` is never skipped: missing, it fails.
+ */
+export function redisBinaryMissing(): boolean {
+  if (Deno.env.get("KVID_TEST_SERVER")) return false;
+  try {
+    return !new Deno.Command(redisBinary(), { args: ["--version"], stdout: "null", stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return true;
+  }
+}
+
+async function localKind(): Promise<ServerKind> {
+  if (Deno.env.get("KVID_TEST_SERVER")) {
+    return redisBinary() === "valkey-server" ? "valkey" : "redis";
+  }
+  return (await findOnPath("kvrocks")) ? "kvrocks" : "redis";
 }
 
 const READY_TIMEOUT_MS = 10_000;
@@ -95,7 +141,7 @@ export async function startServer(
   const external = Deno.env.get(envName);
   if (external) return await connectExternal(external, envName);
 
-  const kind: "redis" | "kvrocks" = (await findOnPath("kvrocks")) ? "kvrocks" : "redis";
+  const kind = await localKind();
   const host = "127.0.0.1";
   // A port picked here is free when picked, not when the server binds it: another process may
   // take it in between. Then start again on another one (a fixed port is tried once).
@@ -186,7 +232,7 @@ async function drain(stream: ReadableStream<Uint8Array>, tail: OutputTail) {
 class LocalServer implements TestServer {
   readonly host: string;
   readonly port: number;
-  readonly kind: "redis" | "kvrocks";
+  readonly kind: ServerKind;
   readonly url: string;
   readonly dataDir: string;
   version = "";
@@ -200,7 +246,7 @@ class LocalServer implements TestServer {
   #dirRemoved = false;
 
   constructor(
-    kind: "redis" | "kvrocks",
+    kind: ServerKind,
     host: string,
     port: number,
     dataDir: string,
@@ -265,7 +311,7 @@ class LocalServer implements TestServer {
 
   async #commandLine(): Promise<{ bin: string; args: string[] }> {
     const { persistence = "none", password } = this.#options;
-    if (this.kind === "redis") {
+    if (this.kind !== "kvrocks") {
       const args = [
         "--port",
         String(this.port),
@@ -279,13 +325,16 @@ class LocalServer implements TestServer {
         "no",
         "--protected-mode",
         "no",
+        // AOF on either way (a server without it loses reservations in a crash); "none" wipes
+        // the data at restart() instead.
         "--appendonly",
-        persistence === "aof" ? "yes" : "no",
+        "yes",
+        "--appendfsync",
+        persistence === "aof" ? "always" : "everysec",
       ];
-      if (persistence === "aof") args.push("--appendfsync", "always");
       if (password !== undefined) args.push("--requirepass", password);
       for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
-      return { bin: "redis-server", args };
+      return { bin: this.kind === "valkey" ? "valkey-server" : "redis-server", args };
     }
     const lines = [
       `bind ${this.host}`,
@@ -382,9 +431,9 @@ class LocalServer implements TestServer {
 
   async restart(): Promise<void> {
     await this.#terminate("SIGTERM");
-    // Redis without persistence comes back empty; Kvrocks always keeps its RocksDB files, so a
-    // restart "without persistence" wipes them to stage the same loss.
-    if (this.kind === "kvrocks" && (this.#options.persistence ?? "none") === "none") {
+    // Kvrocks always keeps its RocksDB files, and Redis and Valkey run with AOF here: a restart
+    // "without persistence" wipes the data to stage the loss of a server that kept none.
+    if ((this.#options.persistence ?? "none") === "none") {
       await Deno.remove(this.dataDir, { recursive: true }).catch(() => {});
       this.#dirRemoved = true;
     }

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import type { RedisClient } from "../../mod.ts";
 import { type ClientKind, type OpenClient, openClient } from "../clients.ts";
-import { command } from "../server.ts";
+import { command, redisBinary } from "../server.ts";
 export { assertIncreasing, rejectsWith } from "../assert.ts";
 
 /** Every ID of every list, sorted, to look for duplicates. */
@@ -331,16 +331,19 @@ export function tick(ms = 0): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** A redis-server with extra arguments on a free loopback port, stopped by its own PID. */
+/**
+ * A redis-server (valkey-server with `KVID_TEST_SERVER=valkey-server`) with AOF on and extra
+ * arguments (later ones win) on a free loopback port, stopped by its own PID.
+ */
 export async function spawnRedis(extra: string[] = [], dir?: string) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
   const own = dir === undefined;
   dir ??= await Deno.makeTempDir({ prefix: "kvid-states-" });
-  const child = new Deno.Command("redis-server", {
+  const child = new Deno.Command(redisBinary(), {
     args: ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""].concat(
-      ["--appendonly", "no", "--protected-mode", "no", ...extra],
+      ["--appendonly", "yes", "--protected-mode", "no", ...extra],
     ),
     stdin: "null",
     stdout: "null",

@@ -1,7 +1,8 @@
 /**
  * Fault suite: transient server states. A server loading its data (`LOADING`), a demoted primary
  * (`READONLY`), a replica cut off from its primary (`MASTERDOWN`), a script past its time limit
- * (`BUSY`) and a cluster node without its slots (`CLUSTERDOWN`) are retried until the caller's
+ * (`BUSY`), a cluster node without its slots (`CLUSTERDOWN`) and writes refused for now (too few
+ * replicas `NOREPLICAS`, out of memory `OOM`, a failed save `MISCONF`) are retried until the caller's
  * deadline, with the server's words in the cause; real refusals still fail fast.
  */
 
@@ -42,7 +43,11 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "kvid-loading-" });
     try {
       {
-        await using a = await spawnRedis(["--enable-debug-command", "yes"], dir);
+        // Snapshots only (no AOF), so the restart loads the snapshot, slowly.
+        await using a = await spawnRedis(
+          ["--enable-debug-command", "yes", "--appendonly", "no"],
+          dir,
+        );
         await waitUntil(() => command(a.url, "PING").catch(() => false), "PING");
         await command(a.url, "DEBUG", "POPULATE", "40000");
         await command(a.url, "HSET", "kvid", "loading", "41");
@@ -51,6 +56,8 @@ Deno.test({
       }
       // 40,000 keys at 50 µs each: about two seconds of LOADING, answering meanwhile.
       await using b = await spawnRedis([
+        "--appendonly",
+        "no",
         "--key-load-delay",
         "50",
         "--loading-process-events-interval-bytes",
@@ -58,7 +65,8 @@ Deno.test({
       ], dir);
       await using open = await openClient("node-redis", b.url, { readyCheck: false });
       const rec = new Recorder(open.redis);
-      await using id = new KvId("loading", { redis: rec, timeout: 30_000 });
+      // No AOF here on purpose (to stage the slow load): WAITAOF could not confirm.
+      await using id = new KvId("loading", { redis: rec, timeout: 30_000, waitAof: false });
       assert.equal(await id.next(), 42);
       assert.ok(failedWith(rec, "LOADING") >= 1, "the server had loaded already: nothing staged");
       assert.equal(id.stats().lastError, undefined);
@@ -163,6 +171,82 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "states: NOREPLICAS, OOM and MISCONF (writes refused for now) are retried, not 500",
+  timeout: 90_000,
+  fn: async (t) => {
+    // Each staged for real on a server of its own; `heal` is what the operator does.
+    const cases: {
+      word: string;
+      args?: (dir: string) => string[];
+      stage: (url: string, dir: string) => Promise<unknown>;
+      heal: (url: string) => Promise<unknown>;
+    }[] = [{
+      word: "NOREPLICAS",
+      stage: (url) => command(url, "CONFIG", "SET", "min-replicas-to-write", "1"),
+      heal: (url) => command(url, "CONFIG", "SET", "min-replicas-to-write", "0"),
+    }, {
+      // A tiny maxmemory with noeviction: every write is refused.
+      word: "OOM",
+      stage: async (url) => {
+        await command(url, "CONFIG", "SET", "maxmemory-policy", "noeviction");
+        await command(url, "CONFIG", "SET", "maxmemory", "1");
+      },
+      heal: (url) => command(url, "CONFIG", "SET", "maxmemory", "0"),
+    }, {
+      // A BGSAVE that failed (its directory vanished) with stop-writes-on-bgsave-error (the
+      // default) and a save schedule: writes are refused until a save succeeds.
+      word: "MISCONF",
+      args: (dir) => ["--dir", `${dir}/gone`, "--save", "3600 1"],
+      stage: async (url, dir) => {
+        await command(url, "CONFIG", "SET", "stop-writes-on-bgsave-error", "yes");
+        await Deno.remove(`${dir}/gone`, { recursive: true });
+        await command(url, "BGSAVE");
+        await waitUntil(async () => {
+          const text = String(await command(url, "INFO", "persistence"));
+          return /rdb_bgsave_in_progress:0/.test(text) && /rdb_last_bgsave_status:err/.test(text);
+        }, "the BGSAVE to fail");
+      },
+      heal: (url) => command(url, "CONFIG", "SET", "stop-writes-on-bgsave-error", "no"),
+    }];
+    for (const { word, args, stage, heal } of cases) {
+      await t.step(word, async () => {
+        const dir = await Deno.makeTempDir({ prefix: `kvid-${word}-` });
+        await Deno.mkdir(`${dir}/gone`);
+        await using _dir = { [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }) };
+        await using server = await spawnRedis(args?.(dir) ?? [], dir);
+        await waitUntil(() => command(server.url, "PING").catch(() => false), "PING");
+        await stage(server.url, dir);
+        await assert.rejects(
+          command(server.url, "HINCRBY", "kvid", "probe", "1"),
+          (e: Error) => e.message.startsWith(word),
+        );
+        await using open = await openClient("node-redis", server.url);
+        // A caller with a short deadline: retried until it, then a timeout whose cause is
+        // "unavailable" with the server's words (the service's 503 with Retry-After).
+        const heldRec = new Recorder(open.redis);
+        const err = await (async () => {
+          await using held = new KvId(`held-${word}`, { redis: heldRec, timeout: 300 });
+          return await rejectsWith(held.next(), "timeout");
+        })();
+        const cause = err.cause as KvIdError;
+        assert.ok(cause instanceof KvIdError, `cause ${err.cause}`);
+        assert.equal(cause.code, "unavailable");
+        assert.match(cause.message, new RegExp(word));
+        assert.ok(
+          heldRec.calls.length >= 2,
+          `retried, not failed at once: ${heldRec.calls.length}`,
+        );
+        // One with time to wait gets its ID once the operator healed the server.
+        const { client, rec, healed } = healOn(open.redis, word, () => heal(server.url));
+        await using id = new KvId(`state-${word}`, { redis: client, timeout: 30_000 });
+        assert.equal(await id.next(), 1);
+        assert.ok(healed() !== undefined && failedWith(rec, word) >= 1);
+      });
+    }
+  },
+});
+
 Deno.test("states: which server words are transient and which are refusals", () => {
   class ReplyError extends Error {}
   const code = (message: string) => toKvIdError(new ReplyError(message), "kvid", "x").code;
@@ -180,6 +264,11 @@ Deno.test("states: which server words are transient and which are refusals", () 
       "CLUSTERDOWN The cluster is down",
       "CLUSTERDOWN Hash slot not served",
       "ERR Error running script (call to f_1): @user_script:12: READONLY You can't write", // in a script
+      "NOREPLICAS Not enough good replicas to write.",
+      "OOM command not allowed when used memory > 'maxmemory'.",
+      "ERR Error running script (call to f_1): @user_script:3: OOM command not allowed when used memory > 'maxmemory'.",
+      "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+      "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk.",
     ]
   ) assert.equal(code(m), "unavailable", m);
   for (

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { deadlineTimer } from "../../deadline_timer.ts";
 import { KvIdError } from "../../errors.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../../store_contract.ts";
 import { toKvIdError } from "../../store_errors.ts";
@@ -262,7 +263,7 @@ export class InterleavedStore implements Store {
     options: ReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelTimer: (() => void) | undefined;
     let late = false;
     const started = performance.now();
     const attempt = this.#run(i, key, field, blocks, options, limitMs);
@@ -275,7 +276,8 @@ export class InterleavedStore implements Store {
       return await Promise.race([
         attempt,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
+          // A timer late because the event loop was blocked gives the reply more time.
+          cancelTimer = deadlineTimer(limitMs, () => {
             late = true;
             reject(
               new KvIdError(
@@ -284,11 +286,11 @@ export class InterleavedStore implements Store {
                 { key, field },
               ),
             );
-          }, limitMs);
+          });
         }),
       ]);
     } finally {
-      clearTimeout(timer);
+      cancelTimer?.();
     }
   }
 
@@ -322,15 +324,16 @@ export class InterleavedStore implements Store {
       throw new KvIdError("overflow", "the counter would pass 2^63-1", where);
     }
     const layout = this.layout(i);
-    // The member's own WAIT (replicas) fits in this attempt, and in a few round trips of its
-    // reservation: a member whose replicas do not confirm is skipped quickly, its blocks spent.
+    // The member's own confirmation (WAITAOF, WAIT) fits in this attempt, and in a few round
+    // trips of its reservation: a member that does not confirm is skipped quickly, its blocks
+    // spent.
     const waitMs = Math.max(1, Math.floor(Math.min(options.waitMs ?? limitMs, limitMs * 0.9)));
     const reply = await this.#members[i].reserve(key, field, blocks, {
+      ...options,
       floor: floorCycle,
       raiseTo: raiseCycle,
       guard: true,
       exact: true,
-      replicas: options.replicas,
       waitMs,
       waitRoundTrips: RTT_FACTOR,
       layout,
