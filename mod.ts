@@ -123,7 +123,7 @@
  * import { createClient } from "npm:redis@5";
  * import { fromNodeRedis, KvId } from "@kvid/core";
  *
- * const redis = fromNodeRedis(await createClient().connect());
+ * const redis = fromNodeRedis(await createClient({ url: "redis://127.0.0.1:6379" }).connect());
  * const ORDER_ID = new KvId("order", { redis });
  *
  * const ids = await ORDER_ID.nextBatch(1000); // 1000 increasing IDs, one await, few round trips
@@ -185,7 +185,7 @@
  *
  * ```ts ignore
  * import { createSentinel } from "npm:redis@5";
- * import Redis from "npm:ioredis@5";
+ * import { Redis } from "npm:ioredis@5";
  * import { fromIoredis, fromNodeRedis, KvId } from "@kvid/core";
  *
  * const sentinels = [{ host: "10.0.0.1", port: 26379 }, { host: "10.0.0.2", port: 26379 }];

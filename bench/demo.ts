@@ -1,12 +1,22 @@
 /**
- * `deno task demo`: make IDs for a few seconds and show what the generator does.
+ * The demo: make IDs for a few seconds and show what the generator does.
+ *
+ * ```sh
+ * deno run -A bench/demo.ts                                        # on a local Deno KV file
+ * KVID_REDIS_URL=redis://127.0.0.1:6379 deno run -A bench/demo.ts  # on a server
+ * ```
  *
  * Uses Redis/Kvrocks at `KVID_REDIS_URL` when set; otherwise the embedded default, a Deno KV
  * file at `.kvid/demo.sqlite3` (gitignored) through `DenoKvStore`.
  * `KVID_DEMO_SECONDS` sets the duration (default 3).
+ *
+ * On Deno KV it fetches nothing: the core has no dependencies, and node-redis is imported only
+ * on Redis. (Then Deno installs every package of the project's lockfile, the development ones
+ * included: that is how it installs npm packages.) Not a `deno task`: the task runner installs
+ * every npm package of deno.json's `imports` (the 110 of deno.lock: 62 MB in an empty
+ * `DENO_DIR`) before it runs anything.
  */
 
-import { createClient } from "redis";
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { startServer } from "../tests/server.ts";
@@ -26,7 +36,12 @@ if (server) {
   );
 }
 
-const client = server ? await createClient({ url: server.url }).connect() : undefined;
+// Not a literal specifier, so that Deno fetches node-redis only when the demo uses it.
+const nodeRedis = "redis";
+const client = server
+  ? await (await import(nodeRedis) as typeof import("redis")).createClient({ url: server.url })
+    .connect()
+  : undefined;
 try {
   const name = `demo-${Date.now()}`;
   const backend: Pick<KvIdOptions, "redis" | "store"> = client
@@ -38,9 +53,13 @@ try {
   let count = 0;
   let prev = 0;
   let lastStep = 0;
+  // Calls that waited for a reservation before the step last changed: the cold start and the
+  // growth of the step to fit the rate (a segment used up before the next one, sized for the
+  // old rate, could arrive).
+  let warmUpWaits = 0;
   let nextReport = performance.now() + 500;
   const started = performance.now();
-  console.log("  time   IDs made    IDs/s      step  segments  last ID");
+  console.log("  time   IDs made    IDs/s      step  segments  waits  last ID");
   const chunk = 50_000;
   while (true) {
     for (let i = 0; i < chunk; i++) {
@@ -59,8 +78,11 @@ try {
       console.log(
         `${t.toFixed(1).padStart(5)}s ${String(count).padStart(10)} ${
           Math.round(count / t).toLocaleString("en").padStart(10)
-        } ${String(s.step).padStart(9)} ${String(s.segments).padStart(9)}  ${prev}`,
+        } ${String(s.step).padStart(9)} ${String(s.segments).padStart(9)} ${
+          String(s.stalls).padStart(6)
+        }  ${prev}`,
       );
+      if (s.step !== lastStep) warmUpWaits = s.stalls;
       lastStep = s.step;
       nextReport = now + 500;
     }
@@ -70,9 +92,10 @@ try {
   console.log(
     `\n${count.toLocaleString("en")} IDs in ${seconds} s, all unique (strictly increasing), ` +
       `${s.segments} reservations (${(count / s.segments).toFixed(0)} IDs per round trip), ` +
-      `${s.stalls} calls waited for the network, last reservation took ${
-        s.lastFetchMs?.toFixed(2)
-      } ms.`,
+      `last reservation took ${s.lastFetchMs?.toFixed(2)} ms.\n` +
+      `${s.stalls} calls waited for the network: ${warmUpWaits} during warm-up (the first ` +
+      `reservation, then while the step grew to fit the rate), ${s.stalls - warmUpWaits} after ` +
+      `the step settled at ${s.step}.`,
   );
   if (store) {
     const k = store.stats();

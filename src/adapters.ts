@@ -87,6 +87,8 @@ export interface IoredisLike {
  * const client = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
  * const ids = new KvId("order", { redis: fromNodeRedis(client) });
  * console.log(await ids.next());
+ * await ids.close();
+ * await client.close(); // yours: passed as a value
  * ```
  *
  * @param client A connected (or connecting) node-redis client.
@@ -144,6 +146,8 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
  * const client = new Redis("redis://127.0.0.1:6379");
  * const ids = new KvId("order", { redis: fromIoredis(client) });
  * console.log(await ids.next());
+ * await ids.close();
+ * await client.quit(); // yours: passed as a value
  * ```
  *
  * @param client An ioredis `Redis` or `Cluster` client.

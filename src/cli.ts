@@ -3,43 +3,51 @@
  * The admin CLI of @kvid/core: read, reserve, raise, list and clean up counters.
  *
  * ```sh
- * deno run -A jsr:@kvid/core/cli list --url redis://127.0.0.1:6379
- * deno run -A jsr:@kvid/core/cli floor order 120000 --create  # after leaving AUTO_INCREMENT
- * deno run -A jsr:@kvid/core/cli next order -n 3
- * deno run -A jsr:@kvid/core/cli daily order --time-zone Asia/Shanghai
- * deno run -A jsr:@kvid/core/cli cleanup order --keep-days 30 --time-zone Asia/Shanghai
+ * kvid list --url redis://127.0.0.1:6379
+ * kvid floor order 120000 --create  # after leaving AUTO_INCREMENT
+ * kvid next order -n 3
+ * kvid daily order --time-zone Asia/Shanghai
+ * kvid cleanup order --keep-days 30 --time-zone Asia/Shanghai
  * ```
  *
  * It owns its connection, made with node-redis (`npm:redis`). Exit codes: 0 done, 1 the
- * command failed (no such counter, refused to lower, wrong type, ...), 2 bad arguments, 3 the
- * server could not be reached or used (network, authentication, timeout).
+ * command failed (no such counter or daily serial, refused to lower, wrong type, ...), 2 bad
+ * arguments, 3 the server could not be reached or used (network, authentication, timeout).
  *
  * ## CLI
  *
  * ```sh
- * deno run -A jsr:@kvid/core/cli <command> [--url redis://host:6379] [--key hash] [--json]
- * deno task cli <command> ...        # in this repository
+ * deno install -g -A -n kvid jsr:@kvid/core/cli            # the kvid command, from JSR
+ * deno install -g -A -n kvid --config deno.json src/cli.ts  # or from a checkout, in its root
+ * kvid <command> [--url redis://host:6379] [--key hash] [--json]
+ * deno run -A jsr:@kvid/core/cli <command> ...              # without installing it
  * ```
  *
- * | command                                                    | what it does                                                               |
- * | ---------------------------------------------------------- | -------------------------------------------------------------------------- |
- * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                             |
- * | `get <name>`                                               | prints the last reserved value, exactly                                    |
- * | `list`                                                     | prints each counter of the hash and its value (no internals)               |
- * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers             |
- * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked |
- * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old             |
+ * `deno install -g` writes a `kvid` script to `~/.deno/bin` (add it to `PATH`, as it says); the
+ * `--config` of a checkout gives the CLI its `npm:redis`. `kvid --version` prints the version.
  *
- * Every command takes `--help`. `--url` defaults to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then
- * `redis://127.0.0.1:6379`; its scheme picks the store (`postgres://`, `postgresql://`, `mysql://`
- * are refused with exit 2 until this version has those stores; another scheme too).
+ * | command                                                    | what it does                                                                     |
+ * | ---------------------------------------------------------- | -------------------------------------------------------------------------------- |
+ * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                                   |
+ * | `get <name>`                                               | prints the last reserved value, exactly                                          |
+ * | `list`                                                     | prints each counter of the hash and its value (no internals), then daily serials |
+ * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers                   |
+ * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked       |
+ * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old                   |
+ *
+ * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults
+ * to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`; its scheme picks the
+ * store (`postgres://`, `postgresql://`, `mysql://` are refused with exit 2 until this version has
+ * those stores; another scheme too).
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
  * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
  * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
  * To move from a database `AUTO_INCREMENT`: `kvid floor order <SELECT MAX(id)> --create`; running
- * generators take their next segment above it. Exit codes: 0 done; 1 the command failed (no such
- * counter, refused to lower, wrong type); 2 bad arguments; 3 the server could not be reached or used
- * (network, auth, timeout). The CLI uses node-redis (`npm:redis`) and owns its connection.
+ * generators take their next segment above it. `daily` and `cleanup` refuse a daily serial whose
+ * hash does not exist (exit 1, like `get` of a missing counter). `list` shows, after the counters
+ * of the hash, the daily serials (hashes `kvid:daily:<name>`) as
+ * `name<TAB>(daily, 3 days, last 20261201 42)` (with `--json`, under `"daily"`) when no `--key` is
+ * given.
  *
  * A counter of interleaved servers (`redis: [a, b]`) holds, on each server, that server's next block
  * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
@@ -165,23 +173,35 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
           if (layout === undefined) counters[n] = all[n];
           else inter[n] = { layout, cycle: all[n] };
         }
+        const daily = await dailySerials(p, client);
         io.out(
-          JSON.stringify(
-            Object.keys(inter).length === 0
-              ? { key, counters }
-              : { key, counters, interleaved: inter },
-          ),
+          JSON.stringify({
+            key,
+            counters,
+            ...Object.keys(inter).length === 0 ? {} : { interleaved: inter },
+            ...daily.length === 0 ? {} : {
+              daily: Object.fromEntries(
+                daily.map((d) => [d.name, { key: d.key, days: d.days, last: d.last }]),
+              ),
+            },
+          }),
         );
       } else {
-        if (names.length === 0) console.error(`(no counters in hash ${JSON.stringify(key)})`);
+        const daily = await dailySerials(p, client);
+        if (names.length === 0 && daily.length === 0) {
+          console.error(`(no counters in hash ${JSON.stringify(key)})`);
+        }
         for (const n of names) {
           const layout = layoutOf(n);
-          const shown = /[\s"\\]/.test(n) ? JSON.stringify(n) : n;
           io.out(
             layout === undefined
-              ? `${shown}\t${all[n]}`
-              : `${shown}\t(interleaved, ${layout}, next cycle ${all[n]})`,
+              ? `${quoted(n)}\t${all[n]}`
+              : `${quoted(n)}\t(interleaved, ${layout}, next cycle ${all[n]})`,
           );
+        }
+        for (const d of daily) {
+          const last = d.last ? `, last ${d.last.day} ${d.last.value}` : "";
+          io.out(`${quoted(d.name)}\t(daily, ${plural(d.days, "day")}${last})`);
         }
       }
       return;
@@ -217,7 +237,7 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
     }
     case "daily": {
       const today = p.zone!.dayAt(Date.now()).text;
-      const all = await client.hGetAll(key);
+      const all = await dailyHash(p, client);
       const days = Object.keys(all).filter((f) => /^\d{8}$/.test(f)).sort();
       if (p.json) {
         const counters: Record<string, string> = {};
@@ -225,7 +245,9 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
         io.out(JSON.stringify({ key, today, days: counters }));
       } else {
         for (const d of days) io.out(`${d}\t${all[d]}${d === today ? "\t(today)" : ""}`);
-        console.error(`${days.length} days in hash ${JSON.stringify(key)}; today is ${today}`);
+        console.error(
+          `${plural(days.length, "day")} in hash ${JSON.stringify(key)}; today is ${today}`,
+        );
       }
       return;
     }
@@ -233,22 +255,94 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
       // Dated by the earlier of this machine's clock and the server's: a clock running ahead
       // never deletes a day other processes still use.
       const today = p.zone!.dayAt(Date.now());
+      const all = await dailyHash(p, client);
       const before = (await cleanupFrom(client, p.zone!, today, p.keepDays)).text;
       if (p.dryRun) {
-        const fields = oldDays(Object.keys(await client.hGetAll(key)), before).sort();
+        const fields = oldDays(Object.keys(all), before).sort();
         if (p.json) io.out(JSON.stringify({ key, before, deleted: 0, fields }));
         else {
-          console.error(`would delete ${fields.length} day fields before ${before} of ${key}`);
+          console.error(
+            `would delete ${plural(fields.length, "day field")} before ${before} of ${key}`,
+          );
           for (const f of fields) io.out(f);
         }
         return;
       }
       const deleted = await deleteDaysBefore(client, key, before);
       if (p.json) io.out(JSON.stringify({ key, before, deleted }));
-      else io.out(`deleted ${deleted} day fields before ${before} of ${key}`);
+      else io.out(`deleted ${plural(deleted, "day field")} before ${before} of ${key}`);
       return;
     }
   }
+}
+
+/** "1 day", "2 days". */
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** A name as printed in a list: JSON-quoted if it holds whitespace, a quote or a backslash. */
+function quoted(name: string): string {
+  return /[\s"\\]/.test(name) ? JSON.stringify(name) : name;
+}
+
+const DAILY_PREFIX = "kvid:daily:";
+
+/** The hash of a daily serial; one that does not exist is an error, like a missing counter. */
+async function dailyHash(p: Parsed, client: { hGetAll: HGetAll }) {
+  const all = await client.hGetAll(p.key);
+  if (Object.keys(all).length > 0) return all;
+  throw new CliError(
+    EXIT.failed,
+    `no daily serial ${JSON.stringify(p.args.name)}: hash ${JSON.stringify(p.key)} does not ` +
+      `exist (check the name: "kvid list" shows the daily serials)`,
+  );
+}
+
+interface DailySerial {
+  name: string;
+  key: string;
+  days: number;
+  last: { day: string; value: string } | undefined;
+}
+
+/**
+ * The daily serials (hashes `kvid:daily:<name>`, found with SCAN) when the hash listed is the
+ * default one: a DailyId given its own `key` is listed with `--key`.
+ */
+async function dailySerials(p: Parsed, client: RedisClient & { hGetAll: HGetAll }) {
+  if (p.key !== "kvid" || !client.sendCommand) return [];
+  const keys = new Set<string>();
+  let cursor = "0";
+  do {
+    const reply = await client.sendCommand("SCAN", [
+      cursor,
+      "MATCH",
+      `${DAILY_PREFIX}*`,
+      "COUNT",
+      "1000",
+    ]) as [unknown, unknown[]];
+    cursor = String(reply[0]);
+    for (const k of reply[1]) keys.add(String(k));
+  } while (cursor !== "0");
+  const serials: DailySerial[] = [];
+  for (const key of [...keys].sort()) {
+    let all: Record<string, string>;
+    try {
+      all = await client.hGetAll(key);
+    } catch {
+      continue; // not a hash: not a daily serial
+    }
+    const days = Object.keys(all).filter((f) => /^\d{8}$/.test(f)).sort();
+    const day = days.at(-1);
+    serials.push({
+      name: key.slice(DAILY_PREFIX.length),
+      key,
+      days: days.length,
+      last: day === undefined ? undefined : { day, value: all[day] },
+    });
+  }
+  return serials;
 }
 
 /** Refuse a counter that does not exist unless --create: a typo must not start a new one. */
@@ -293,8 +387,8 @@ export async function main(args: string[]): Promise<number> {
     if (err instanceof CliError) return fail(err.exit, err.message);
     throw err;
   }
-  if ("help" in parsed) {
-    io.out(parsed.help);
+  if ("print" in parsed) {
+    io.out(parsed.print);
     return EXIT.ok;
   }
   json = parsed.json;

@@ -60,7 +60,8 @@ import { checkInteger, describe } from "./validate.ts";
  * import { DailyId, fromNodeRedis, shutdown } from "@kvid/core";
  *
  * // A factory: the client is the library's, shutdown() closes it.
- * const redis = async () => fromNodeRedis(await createClient().connect());
+ * const redis = async () =>
+ *   fromNodeRedis(await createClient({ url: "redis://127.0.0.1:6379" }).connect());
  * export const ORDER_NO = new DailyId("order", { redis, timeZone: "Asia/Shanghai" });
  * await ORDER_NO.next(); // 20261130000001, 20261130000002, ...
  * ORDER_NO.parse(20261130000042); // { day: "20261130", seq: 42 }

@@ -17,8 +17,8 @@
  * ## Deno KV and Deno Deploy
  *
  * No Redis? The same generator runs on Deno KV: a local SQLite file on a laptop or server, `:memory:`
- * in tests, the project's KV database on Deno Deploy. `deno task demo` uses a local KV file
- * (`.kvid/demo.sqlite3`) unless `KVID_REDIS_URL` is set.
+ * in tests, the project's KV database on Deno Deploy. The demo (`deno run -A bench/demo.ts`) uses a
+ * local KV file (`.kvid/demo.sqlite3`) unless `KVID_REDIS_URL` is set.
  *
  * ```ts ignore
  * import { KvId } from "@kvid/core";

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";
+import { COMMANDS, VERSION } from "../src/cli/args.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
@@ -73,7 +74,13 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
     kvid(["get", "order", "--verbose"]),
     kvid(["get", "order", "--url"]),
     kvid(["daily", "order", "--time-zone", "Mars/Base"]),
+    kvid(["next", "order", "-n=0"]),
+    kvid(["--version"]),
   ]);
+  const version = runs.pop()!;
+  expect(version, 0);
+  assert.equal(version.stdout, `${VERSION}\n`);
+  assert.match(VERSION, /^kvid \(@kvid\/core\) \d+\.\d+\.\d+/);
   const [help, nextHelp, floorHelp, cleanupHelp] = runs;
   for (const r of [help, nextHelp, floorHelp, cleanupHelp]) expect(r, 0);
   for (
@@ -107,6 +114,7 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
     /^kvid: unknown option --verbose\n/,
     /^kvid: --url needs a value\n/,
     /unknown time zone "Mars\/Base"/,
+    /-n must be an integer from 1 to 10000000, got "0"/, // -n=0 read as -n 0, not "=0"
   ];
   errors.forEach((r, i) => {
     expect(r, 2, messages[i]);
@@ -114,6 +122,13 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
   });
   for (const r of errors) {
     assert.doesNotMatch(r.stderr, /To specify a positional/, "ours, not Node's");
+  }
+  // The commands --help lists are the table of the CLI's module doc, usage for usage.
+  const doc = await Deno.readTextFile(CLI);
+  const table = [...doc.matchAll(/^ \* \| `([a-z][^`]*)` +\|/gm)].map((m) => m[1]);
+  assert.deepEqual(table, COMMANDS.map(([usage]) => usage), "src/cli.ts module doc table");
+  for (const [usage, what] of COMMANDS) {
+    assert.ok(help.stdout.includes(`  ${usage}\n      ${what}\n`), `--help lists ${usage}`);
   }
   // --json makes errors JSON too.
   const json = JSON.parse(errors[14].stderr);
@@ -167,6 +182,7 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   await seed("HSET", "listed", "b", "2", "a", "10", "with space", "3");
   await seed("SET", "str", "x");
   await seed("HSET", "kvid:daily:view", day(0), "42", day(40), "1", day(10), "7", "x", "1");
+  await seed("HSET", "kvid:daily:one", day(40), "1", day(0), "5");
   for (const k of ["kvid:daily:dry", "kvid:daily:inv", "kvid:daily:txt"]) {
     await seed("HSET", k, day(40), "1", day(10), "1", day(3), "1", day(0), "1", "x", "1");
   }
@@ -175,6 +191,8 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   const cases: [string[], number, string | RegExp][] = [
     // next: one HINCRBY, IDs one per line; exact past 2^53.
     [["next", "a", "-n", "3", "--create"], 0, "1\n2\n3\n"],
+    [["next", "a2", "-n=3", "--create"], 0, "1\n2\n3\n"],
+    [["next", "a3", "-n3", "--create"], 0, "1\n2\n3\n"],
     [
       ["next", "b", "--json", "--create"],
       0,
@@ -240,6 +258,25 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
         days: { [day(40)]: "1", [day(10)]: "7", [day(0)]: "42" },
       }) + "\n",
     ],
+    // A daily serial that does not exist is an error, like a counter that does not.
+    [["daily", "nope"], 1, /no daily serial "nope": hash "kvid:daily:nope" does not exist/],
+    [["cleanup", "nope", "--keep-days", "3"], 1, /no daily serial "nope"/],
+    // list: the counters of the hash, then the daily serials.
+    [["list"], 0, new RegExp(`^order\t4$[^]*^view\t\\(daily, 3 days, last ${day(0)} 42\\)$`, "m")],
+    [
+      ["list", "--json"],
+      0,
+      new RegExp(
+        `"daily":\\{.*"view":\\{"key":"kvid:daily:view","days":3,"last":\\{"day":"${
+          day(0)
+        }","value":"42"\\}\\}`,
+      ),
+    ],
+    [
+      ["cleanup", "one", "--keep-days", "5"],
+      0,
+      /^deleted 1 day field before \d{8} of kvid:daily:one\n$/,
+    ],
     // cleanup: today is 0 days old; other fields are left alone.
     [["cleanup", "dry", "--keep-days", "5", "--dry-run"], 0, `${day(40)}\n${day(10)}\n`],
     [
@@ -276,6 +313,35 @@ Deno.test("cli: next, get, list, floor and cleanup against a real server", async
   await using client = await openClient("node-redis", url);
   await using id = new KvId("m1", { redis: client.redis });
   assert.equal(await id.next(), 120001);
+});
+
+Deno.test("cli: installs as a kvid command from a checkout, as its module doc says", async () => {
+  const root = await Deno.makeTempDir({ prefix: "kvid-install-" });
+  try {
+    const deno = Deno.execPath();
+    const install = await new Deno.Command(deno, {
+      // The recipe of src/cli.ts: deno install -g -A -n kvid --config deno.json src/cli.ts
+      args: ["install", "-g", "-A", "-n", "kvid", "--root", root, "--config", "deno.json", CLI],
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+    const bin = `${root}/bin`;
+    const path = [bin, deno.slice(0, deno.lastIndexOf("/")), "/usr/bin", "/bin"].join(":");
+    const run = await new Deno.Command(`${bin}/kvid`, {
+      args: ["--version"],
+      cwd: root,
+      env: { PATH: path },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder();
+    assert.equal(run.code, 0, text.decode(run.stderr));
+    assert.equal(text.decode(run.stdout), `${VERSION}\n`);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
 
 /** Run the tasks, at most `limit` at once; results in order. */

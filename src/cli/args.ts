@@ -6,8 +6,12 @@
  */
 
 import { parseArgs } from "node:util";
+import config from "../../deno.json" with { type: "json" };
 import { ZonedDays } from "../calendar.ts";
 import { storeKind } from "../stores/store_url.ts";
+
+/** What `kvid --version` prints. */
+export const VERSION = `kvid (${config.name}) ${config.version}`;
 
 /** The exit codes of {@linkcode main}. */
 export const EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; unreachable: 3 }> = Object.freeze({
@@ -28,6 +32,7 @@ const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   json: { type: "boolean" },
   timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
 };
 const COMMAND_OPTIONS: Record<string, Record<string, OptionSpec>> = {
   next: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
@@ -60,9 +65,26 @@ const COMMON_HELP = `Options of every command:
                     errors go to stderr as {"error": {"message", "exit"}}
   --timeout <ms>    Give up after this long (connect and commands). Default 5000
   -h, --help        Show help
+  --version         Print the version
 
 Exit codes: 0 done, 1 the command failed, 2 bad arguments,
             3 the server could not be reached or used (network, auth, timeout)`;
+
+/**
+ * Each command's usage and what it does: the list in `kvid --help`, and the table of the CLI's
+ * module doc (src/cli.ts; `tests/cli_test.ts` checks that they agree).
+ */
+export const COMMANDS: readonly (readonly [usage: string, what: string])[] = [
+  ["next <name> [-n N] [--create]", "Reserve N IDs (default 1) and print them"],
+  ["get <name>", "Print the last reserved value of a counter"],
+  ["list", "Print the counters of the hash, then the daily serials"],
+  ["floor <name> <value> [--create]", "Raise a counter to at least <value>; never lower it"],
+  ["daily <name> [--time-zone Z]", "Print the day counters of a daily serial (DailyId)"],
+  [
+    "cleanup <name> --keep-days N [--time-zone Z] [--dry-run]",
+    "Delete old day counters of a daily serial",
+  ],
+];
 
 const HELP: Record<string, string> = {
   "": `kvid: admin CLI for @kvid/core counters (hash fields reserved with HINCRBY)
@@ -70,12 +92,7 @@ const HELP: Record<string, string> = {
 Usage: kvid <command> [arguments] [options]
 
 Commands:
-  next <name> [-n N] [--create] Reserve N IDs (default 1) and print them
-  get <name>                    Print the last reserved value of a counter
-  list                          Print every counter of the hash and its value
-  floor <name> <value>          Raise a counter to at least <value>; never lowers one
-  daily <name>                  Print the day counters of a daily serial (DailyId)
-  cleanup <name> --keep-days N  Delete old day counters of a daily serial (DailyId)
+${COMMANDS.map(([usage, what]) => `  ${usage}\n      ${what}`).join("\n")}
 
 Run "kvid <command> --help" for a command's details.
 
@@ -104,7 +121,9 @@ Print every counter of the hash and its value, sorted by name, as "name<TAB>valu
 A counter of interleaved servers (redis: [...]) is shown as "(interleaved, <layout>, next
 cycle <m>)": its field on this server is a block cycle, not an ID (--json: under
 "interleaved": {name: {layout, cycle}}); next, get and floor refuse such a counter.
-For a daily serial use --key kvid:daily:<name>: its fields are the days.
+Without --key, then the daily serials (DailyId, hashes kvid:daily:<name>) as
+"name<TAB>(daily, <n> days, last <day> <seq>)" (--json: under "daily": {name: {key, days,
+last: {day, value}}}); "kvid daily <name>" shows one's days.
 
 ${COMMON_HELP}`,
   floor: `Usage: kvid floor <name> <value> [options]
@@ -123,8 +142,8 @@ ${COMMON_HELP}`,
 
 Print the day counters of daily serial <name> (fields yyyymmdd of hash kvid:daily:<name>),
 oldest first, as "day<TAB>last seq", today's marked "(today)"; then how many days are
-stored. Today comes from this machine's clock in the time zone. --json prints
-{"key", "today", "days": {day: value}}.
+stored. Today comes from this machine's clock in the time zone. A serial whose hash does not
+exist is an error (exit 1). --json prints {"key", "today", "days": {day: value}}.
 
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
 
@@ -134,7 +153,8 @@ ${COMMON_HELP}`,
 Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N days old,
 N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
 fields are left alone. Today is the earlier of this machine's and the server's (TIME), in
-the time zone: a clock running ahead never deletes a day generators still use.
+the time zone: a clock running ahead never deletes a day generators still use. A serial
+whose hash does not exist is an error (exit 1).
 
   --keep-days <N>     Days to keep besides today, at least 1 (required)
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
@@ -174,7 +194,14 @@ export interface Parsed {
   create: boolean;
 }
 
-export function parse(argv: string[]): Parsed | { help: string } {
+/** What `kvid` prints for `--help` or `--version`, without connecting. */
+export interface Print {
+  print: string;
+}
+
+export function parse(argv: string[]): Parsed | Print {
+  // "-n=3" as "--count=3" is: parseArgs would read the value of a short option as "=3".
+  argv = argv.flatMap((a) => /^-[a-zA-Z]=/.test(a) ? [a.slice(0, 2), a.slice(3)] : [a]);
   const all: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS };
   for (const spec of Object.values(COMMAND_OPTIONS)) Object.assign(all, spec);
   checkNegative(argv, all);
@@ -185,14 +212,15 @@ export function parse(argv: string[]): Parsed | { help: string } {
     throw usage(parseError(err));
   }
   const command = first.positionals[0];
+  if (first.values.version) return { print: VERSION };
   if (command === undefined || command === "help") {
     const topic = command === "help" ? first.positionals[1] ?? "" : "";
     if (!(topic in HELP)) throw usage(`unknown command ${JSON.stringify(topic)}`);
-    if (first.values.help || command === "help") return { help: HELP[topic] };
+    if (first.values.help || command === "help") return { print: HELP[topic] };
     throw usage("no command given");
   }
   if (!(command in COMMAND_OPTIONS)) throw usage(`unknown command ${JSON.stringify(command)}`);
-  if (first.values.help) return { help: HELP[command] };
+  if (first.values.help) return { print: HELP[command] };
   // Again with this command's options only, so a misplaced option is refused.
   let parsed;
   try {

@@ -1,0 +1,137 @@
+/**
+ * Every Deno block of README.md (fenced as `ts`) runs as written, as a script of its own, against
+ * a real server this test starts, and ends by itself having made an ID: its first line of output
+ * is `1` (each runs on an empty server). `@kvid/core` and `jsr:@kvid/core` resolve to this
+ * checkout; `npm:` packages come from the npm registry. The Node and Bun blocks run in
+ * `.ci/runtimes` (`readme_runtimes.ts`).
+ */
+
+import assert from "node:assert/strict";
+import {
+  checkoutImportMap,
+  type DocBlock,
+  ignoredDocBlocks,
+  readmeBlocks,
+  runBlocks,
+} from "./readme_blocks.ts";
+import { command, startServer } from "./server.ts";
+
+Deno.test("README: every Deno block runs as written and ends by itself", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const blocks = readmeBlocks(readme).filter((b) => b.runtime === "deno");
+  assert.ok(blocks.length >= 5, `found ${blocks.length} Deno blocks`);
+  await using server = await startServer();
+  const dir = await Deno.makeTempDir({ prefix: "kvid-readme-run-" });
+  try {
+    await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify(await checkoutImportMap()));
+    const runs = await runBlocks(blocks, {
+      dir,
+      exe: Deno.execPath(),
+      args: ["run", "-A", "--quiet", "--unstable-kv", "--import-map=imports.json"],
+      ext: ".ts",
+      host: server.host,
+      port: server.port,
+      flush: () => command(server.url, "FLUSHALL"),
+      timeoutMs: 60_000,
+    });
+    for (const r of runs) {
+      const where = `README.md line ${r.block.line}`;
+      assert.ok(!r.hung, `${where} did not end by itself within 60 s: ${r.stderr}`);
+      assert.equal(r.code, 0, `${where} exited ${r.code}: ${r.stderr}`);
+      assert.match(r.stdout, /^1\b/, `${where} printed its first ID: ${r.stdout}`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/**
+ * The module docs' `ts ignore` blocks not run here, and why; every other one runs. An entry that
+ * matches no block fails the test, so the list stays true.
+ */
+const NOT_RUN: { file: string; has: string; why: string }[] = [
+  { file: "mod.ts", has: "createSentinel", why: "needs a Sentinel deployment (sentinel_test.ts)" },
+  { file: "mod.ts", has: 'addSignalListener("SIGTERM"', why: "a service: logs until SIGTERM" },
+  { file: "mod.ts", has: "jsr:@db/redis", why: "needs JSR (db_redis_test.ts where reachable)" },
+  { file: "src/daily.ts", has: "jsr:@db/redis", why: "needs JSR" },
+  { file: "src/kvid.ts", has: "jsr:@db/redis", why: "needs JSR" },
+  { file: "src/interleaved_store.ts", has: "[a, b, c]", why: "a fragment: a, b, c are clients" },
+  { file: "src/adapters.ts", has: 'from "bun"', why: "Bun only: the README's Bun block runs" },
+  { file: "src/server.ts", has: "createHandler", why: "serves until stopped (server_test.ts)" },
+  { file: "src/deno_kv_store.ts", has: "Deno.serve", why: "serves until stopped (Deno Deploy)" },
+];
+
+Deno.test("module docs: every ts ignore block runs as written and ends by itself, or says why not", async () => {
+  const root = new URL("../", import.meta.url);
+  const files = ["mod.ts"];
+  for (const dir of ["src", "src/cli", "src/server"]) {
+    for await (const e of Deno.readDir(new URL(dir, root))) {
+      if (e.isFile && e.name.endsWith(".ts")) files.push(`${dir}/${e.name}`);
+    }
+  }
+  const all: DocBlock[] = [];
+  for (const file of files.sort()) {
+    all.push(...ignoredDocBlocks(file, await Deno.readTextFile(new URL(file, root))));
+  }
+  const skipped = NOT_RUN.map((n) =>
+    all.filter((b) => b.file === n.file && b.code.includes(n.has))
+  );
+  skipped.forEach((found, i) => assert.ok(found.length > 0, `NOT_RUN[${i}] matches no block`));
+  const blocks = all.filter((b) => !skipped.flat().includes(b));
+  assert.ok(blocks.length >= 5, `found ${blocks.length} blocks to run`);
+  await using server = await startServer();
+  const dir = await Deno.makeTempDir({ prefix: "kvid-docs-run-" });
+  try {
+    await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify(await checkoutImportMap()));
+    const runs = await runBlocks(blocks, {
+      dir,
+      exe: Deno.execPath(),
+      args: ["run", "-A", "--quiet", "--unstable-kv", "--import-map=imports.json"],
+      ext: ".ts",
+      host: server.host,
+      port: server.port,
+      flush: () => command(server.url, "FLUSHALL"),
+      timeoutMs: 60_000,
+    });
+    const failed = runs.filter((r) => r.hung || r.code !== 0).map((r) => {
+      const b = r.block as DocBlock;
+      return `${b.file} line ${b.line}: ${r.hung ? "did not end by itself" : `exit ${r.code}`}` +
+        ` ${r.stderr.slice(0, 400)}`;
+    });
+    assert.deepEqual(failed, []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("README: a checkout used through deno.json links, without JSR", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-links-" });
+  try {
+    const checkout = new URL("../", import.meta.url).pathname;
+    // The README's recipe: the entry `deno add` writes, and "links" to the checkout.
+    const config = { imports: { "@kvid/core": "jsr:@kvid/core@^0.1.0" }, links: [checkout] };
+    await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify(config));
+    await Deno.writeTextFile(
+      `${dir}/main.ts`,
+      `import { KvId } from "@kvid/core";
+import { DenoKvStore } from "@kvid/core/deno-kv";
+import { KvId as Same } from "jsr:@kvid/core";
+await using ids = new KvId("order", { store: new DenoKvStore(":memory:") });
+console.log(await ids.next(), Same === KvId);
+`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--quiet", "--unstable-kv", "main.ts"],
+      cwd: dir,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const text = new TextDecoder();
+    assert.equal(out.code, 0, text.decode(out.stderr));
+    assert.equal(text.decode(out.stdout), "1 true\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
