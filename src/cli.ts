@@ -8,6 +8,7 @@
  * kvid next order -n 3
  * kvid daily order --time-zone Asia/Shanghai
  * kvid cleanup order --keep-days 30 --time-zone Asia/Shanghai
+ * kvid durability  # appendonly, appendfsync, maxmemory_policy, TTL: what a generator reads
  * ```
  *
  * It owns its connection, made with node-redis (`npm:redis`). Exit codes: 0 done, 1 the
@@ -34,6 +35,7 @@
  * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers                   |
  * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked       |
  * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old                   |
+ * | `durability`                                               | prints what the server can lose and the fix; exit 1 if a generator would refuse it |
  *
  * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults
  * to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`; its scheme picks the
@@ -53,7 +55,13 @@
  * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
  * it as `name<TAB>(interleaved, v1 servers=2 block=1000 index=0, next cycle 3)` (with `--json`, under
  * `"interleaved"`), never the internal `"\0layout:<name>"` field. `cleanup` dates days by the earlier
- * of this machine's clock and the server's, like `DailyId`.
+ * of this machine's clock and the server's, like `DailyId`. A name beginning with NUL (the library's
+ * own fields) is refused with exit 1.
+ *
+ * `durability` reads what every generator reads before its first reservation (`INFO`, `CONFIG GET
+ * appendfsync` and `save`, the hash's `PTTL`) and prints each setting, `durable: yes` or `NO`, and
+ * each problem with its fix, e.g. `problem: AOF is off (appendonly no, ...): ...; set appendonly yes`.
+ * `next` reserves whatever the server says (it is an admin tool): run `durability` first.
  *
  * @module
  */
@@ -134,6 +142,27 @@ async function run(p: Parsed, client: RedisClient & { hGet: HGet; hGetAll: HGetA
           for (let x = from; x <= last && x < from + 10_000n; x++) lines.push(x);
           io.out(lines.join("\n"));
         }
+      }
+      return;
+    }
+    case "durability": {
+      const d = await new RedisStore(client).durability(key, {
+        field: "",
+        mode: "strict",
+        replicas: 0,
+        stated: {},
+      });
+      if (p.json) {
+        io.out(
+          JSON.stringify({ key, durable: d.durable, settings: d.settings, problems: d.problems }),
+        );
+      } else {
+        for (const [k, v] of Object.entries(d.settings)) io.out(`${k}\t${v}`);
+        io.out(d.durable ? "durable: yes" : "durable: NO");
+        for (const problem of d.problems) io.out(`problem: ${problem}`);
+      }
+      if (!d.durable) {
+        throw new CliError(EXIT.failed, "the server can lose reservations (see above)");
       }
       return;
     }

@@ -39,7 +39,7 @@ import {
 import type { Store } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-import { checkInteger, describe } from "./validate.ts";
+import { checkCounterName, checkInteger, describe } from "./validate.ts";
 
 /**
  * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
@@ -51,7 +51,8 @@ import { checkInteger, describe } from "./validate.ts";
  * midnight, IDs buffered for the previous day are dropped, never issued with yesterday's date.
  *
  * Events: `"rollback"` (`CustomEvent<DailyRollbackDetail>`), `"cleanup"`
- * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`).
+ * (`CustomEvent<DailyCleanupDetail>`, with `keepDays`), `"expiry"` (`CustomEvent<ExpiryDetail>`:
+ * a TTL on the hash found and removed, as on {@linkcode KvId}).
  *
  * ## Daily serials
  *
@@ -273,6 +274,8 @@ const PASSED_TO_KVID = [
   "waitAof",
   "stepRule",
   "clock",
+  "durability",
+  "serverSettings",
 ] as const;
 const OPTION_NAMES = new Set<string>([
   ...PASSED_TO_KVID,
@@ -335,6 +338,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     if (typeof name !== "string" || name.length === 0 || !name.isWellFormed()) {
       throw new TypeError(`DailyId name must be a non-empty string, got ${describe(name)}`);
     }
+    // One rule for every name (the service serves both kinds): none begins with NUL.
+    checkCounterName("DailyId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`DailyId options must be an object, got ${describe(options)}`);
     }
@@ -582,6 +587,9 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         initialStep: step,
       },
     );
+    gen.addEventListener("expiry", (e) => {
+      this.dispatchEvent(new CustomEvent("expiry", { detail: (e as CustomEvent).detail }));
+    });
     gen.addEventListener("rollback", (e) => {
       const detail = (e as CustomEvent<RollbackDetail>).detail;
       this.dispatchEvent(

@@ -10,6 +10,7 @@ import type { KvIdError } from "./errors.ts";
 import type { KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import type { RedisSource } from "./redis_store.ts";
 import type { StepRule } from "./step.ts";
+import type { DurabilityMode } from "./durability.ts";
 import type { Store } from "./store_contract.ts";
 
 /**
@@ -128,6 +129,19 @@ export interface DailyIdOptions {
   waitAof?: boolean;
   /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
   stepRule?: StepRule;
+  /**
+   * What the generator accepts from its store: `"strict"` refuses a server that can lose a
+   * reservation (no AOF); `"best-effort"` serves from it (see KvId).
+   *
+   * @default {"strict"}
+   */
+  durability?: DurabilityMode;
+  /**
+   * Server settings the server will not tell, as you state them (see KvId).
+   *
+   * @default {{}}
+   */
+  serverSettings?: Record<string, string>;
 }
 
 /**

@@ -76,7 +76,14 @@
 
 import { KvIdError } from "./errors.ts";
 import { disown, own } from "./shutdown.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
 import { stepField } from "./store_contract.ts";
 import { checkLayout, LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX } from "./stores/interleaved/layout.ts";
 
@@ -378,6 +385,39 @@ export class DenoKvStore implements Store, Disposable {
     } catch (cause) {
       throw this.#error(cause, key, field);
     }
+  }
+
+  /**
+   * Deno KV's durability: a commit returns only once it is durable (SQLite in WAL mode locally,
+   * the primary region's log on Deno Deploy), and nothing evicts or expires a counter entry.
+   * No I/O. See {@linkcode Store.durability}.
+   *
+   * @example
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * const d = await store.durability("kvid", {
+   *   field: "order",
+   *   mode: "strict",
+   *   replicas: 0,
+   *   stated: {},
+   * });
+   * assert.ok(d.durable && d.problems.length === 0);
+   * ```
+   *
+   * @param _key The hash key.
+   * @param _options What the generator asks with.
+   * @returns Durable, always.
+   */
+  durability(_key: string, _options: DurabilityOptions): Promise<StoreDurability> {
+    return Promise.resolve({
+      durable: true,
+      settings: { store: "deno-kv" },
+      problems: [],
+      lossWithoutCrash: false,
+    });
   }
 
   /**

@@ -13,12 +13,19 @@
  */
 
 import { KvIdError, type KvIdErrorCode } from "./errors.ts";
-import type { KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
+import type {
+  DurabilityReport,
+  ExpiryDetail,
+  KvIdOptions,
+  KvIdStats,
+  RollbackDetail,
+} from "./kvid_options.ts";
+import { checkDurabilityOptions, type DurabilityMode, durabilityRefusal } from "./durability.ts";
 import { checkRedisOption, storeForRedis } from "./redis_option.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
-import type { IdRange, Reservation, Store } from "./store_contract.ts";
+import type { IdRange, Reservation, Store, StoreDurability } from "./store_contract.ts";
 import { toKvIdError } from "./store_errors.ts";
-import { checkInteger, checkName, checkNumber, describe } from "./validate.ts";
+import { checkCounterName, checkInteger, checkName, checkNumber, describe } from "./validate.ts";
 import { deadlineTimer } from "./deadline_timer.ts";
 import { trackGenerator, untrackGenerator } from "./shutdown.ts";
 import { StepSizer } from "./step.ts";
@@ -28,7 +35,8 @@ import { StepSizer } from "./step.ts";
  * scope: it does no I/O until the first ID is asked for.
  *
  * Events: `"rollback"` (a `CustomEvent<RollbackDetail>`) when a reservation found the counter
- * below IDs this generator already reserved.
+ * below IDs this generator already reserved; `"expiry"` (a `CustomEvent<ExpiryDetail>`) when
+ * one found a TTL on the hash and removed it.
  *
  * @example Order IDs
  * ```ts ignore
@@ -77,6 +85,15 @@ export interface KvId<T extends number | bigint = number> extends EventTarget {
   addEventListener(
     type: "rollback",
     listener: ((event: CustomEvent<RollbackDetail>) => void) | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  /**
+   * Listen for `"expiry"`: a reservation found a TTL on the hash and removed it
+   * ({@linkcode ExpiryDetail}).
+   */
+  addEventListener(
+    type: "expiry",
+    listener: ((event: CustomEvent<ExpiryDetail>) => void) | null,
     options?: boolean | AddEventListenerOptions,
   ): void;
   /** Listen for an event, as on any `EventTarget`. */
@@ -147,6 +164,9 @@ const OPTION_NAMES = new Set([
   "waitAof",
   "stepRule",
   "clock",
+  "durability",
+  "serverSettings",
+  "floor",
 ]);
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_BATCH = 10_000_000;
@@ -191,7 +211,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly #replicas: number;
   readonly #waitAof: boolean;
   readonly #clock: () => number;
+  readonly #durabilityMode: DurabilityMode;
   #store: Store | undefined;
+  // The store's durability: read before the first reservation and again after a transient
+  // failure, a refusal or a rollback (the server may have restarted, or be another one).
+  #durabilityDue = true;
+  #durability: StoreDurability | undefined;
+  // The last read was accepted: a re-read may then go beside the reservation.
+  #durabilityAccepted = false;
+  #ttlRemovals = 0;
+  // The floor option: consulted before the first reservation and after a rollback.
+  #floorDue = true;
+  #userFloor = 0n;
 
   #waiters: Waiter<T>[] = [];
   #head = 0;
@@ -235,6 +266,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     listener:
       | EventListenerOrEventListenerObject
       | ((event: CustomEvent<RollbackDetail>) => void)
+      | ((event: CustomEvent<ExpiryDetail>) => void)
       | null,
     options?: boolean | AddEventListenerOptions,
   ): void {
@@ -243,7 +275,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   constructor(name: string, options: KvIdOptions = {}) {
     super();
-    checkName("KvId", "name", name);
+    checkCounterName("KvId", "name", name);
     if (options === null || typeof options !== "object") {
       throw new TypeError(`KvId options must be an object, got ${describe(options)}`);
     }
@@ -291,6 +323,17 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
     checkRedisOption("KvId", options.redis);
+    checkDurabilityOptions("KvId", options.durability, options.serverSettings);
+    if (options.floor !== undefined) {
+      if (typeof options.floor !== "function") {
+        throw new TypeError(`KvId option floor must be a function, got ${describe(options.floor)}`);
+      }
+      if (options.guard === false) {
+        throw new TypeError(
+          "KvId option floor needs guard (the counter is raised above it by the guard script)",
+        );
+      }
+    }
     if (options.block !== undefined) {
       checkInteger("KvId", "block", options.block, 1, Number.MAX_SAFE_INTEGER);
       if (!Array.isArray(options.redis)) {
@@ -321,6 +364,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     this.#replicas = replicas;
     this.#waitAof = options.waitAof ?? true;
     this.#clock = options.clock ?? (() => performance.now());
+    this.#durabilityMode = options.durability ?? "strict";
     this.#store = options.store;
     this.#stepLoaded = options.rememberStep === false || options.initialStep !== undefined;
     trackGenerator(this);
@@ -411,6 +455,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       lastFetchMs: this.#lastFetchMs,
       high: String(this.#buf.high),
       rollbacks: this.#rollbacks,
+      durability: this.#durabilityReport(),
+      ttlRemovals: this.#ttlRemovals,
       reserving: this.#inflight !== undefined || this.#prefetchTimer !== undefined,
       lastError: this.#lastError === undefined
         ? undefined
@@ -420,6 +466,16 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   get high(): bigint {
     return this.#buf.high;
+  }
+
+  #durabilityReport(): DurabilityReport {
+    const d = this.#durability;
+    return {
+      mode: this.#durabilityMode,
+      durable: d?.durable,
+      problems: d === undefined ? [] : [...d.problems],
+      settings: d === undefined ? {} : { ...d.settings },
+    };
   }
 
   async close(): Promise<void> {
@@ -659,7 +715,18 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
 
   /** One reservation, bounded by `timeout`. Never rejects. */
   async #reserve(): Promise<void> {
-    if (!this.#stepLoaded) await this.#loadStep();
+    let early: Promise<void> | undefined;
+    if (!this.#stepLoaded) {
+      // First use: the store's durability is read beside the remembered step, one round trip
+      // for both; the reservation waits for it (below).
+      try {
+        early = this.#checkDurability(this.#store ??= this.#makeStore());
+        early.catch(() => {}); // awaited by the attempt
+      } catch {
+        // No store: said by the attempt.
+      }
+      await this.#loadStep();
+    }
     const count = Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep);
     const floor = this.#buf.high;
     const started = performance.now();
@@ -675,17 +742,42 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         });
       }
       const store = this.#store ??= this.#makeStore();
-      const attempt = store.reserve(this.key, this.name, count, {
-        floor,
-        // Capped at 2^63-1 so a counter is never written past it: the increment then overflows.
-        raiseTo: floor + this.#margin > MAX_ID ? MAX_ID : floor + this.#margin,
-        guard: this.#guard,
-        exact: this.#bigint,
-        replicas: this.#replicas,
-        waitAof: this.#waitAof,
-        // WAIT returns (with the count it saw) a little before the reservation's deadline.
-        waitMs: this.#timeout * 0.9,
-      });
+      const reserveAbove = (mark: bigint) =>
+        store.reserve(this.key, this.name, count, {
+          floor: mark,
+          // Capped at 2^63-1 so a counter is never written past it: the increment overflows.
+          raiseTo: mark + this.#margin > MAX_ID ? MAX_ID : mark + this.#margin,
+          guard: this.#guard,
+          exact: this.#bigint,
+          replicas: this.#replicas,
+          // Under "best-effort", a server read as keeping no AOF cannot confirm with WAITAOF:
+          // the loss was accepted, so it is not asked.
+          waitAof: this.#waitAof && !this.#acceptedNoAof(),
+          // WAIT returns (with the count it saw) a little before the reservation's deadline.
+          waitMs: this.#timeout * 0.9,
+        });
+      const attempt = (async () => {
+        // First use: the store is read before anything is reserved (a refused server is left
+        // untouched). Later (after a failure or a rollback) it is read beside the reservation,
+        // one round trip for both, and the range is used only once it answered.
+        const probe = early ?? this.#checkDurability(store);
+        probe.catch(() => {}); // awaited below
+        if (!this.#durabilityAccepted) await probe;
+        if (this.#floorDue) await this.#readFloor();
+        const mark = this.#userFloor > floor ? this.#userFloor : floor;
+        let reply = await reserveAbove(mark);
+        await probe; // a refusal spends the range
+        if (reply.raised && this.#options.floor !== undefined && mark === floor) {
+          // Found below this generator's own mark: the floor may know of IDs above it.
+          await this.#readFloor();
+          const first = reply.ranges[0]?.first;
+          if (first !== undefined && first <= this.#userFloor) {
+            reply = await reserveAbove(this.#userFloor); // the range found is spent
+            reply = { ...reply, raised: true };
+          }
+        }
+        return reply;
+      })();
       // A timer that fired late because the event loop was blocked gives the reply (likely in
       // the socket already) more time: before, 1,500 ms of synchronous work with timeout 500
       // failed the waiting call and marked a healthy store down (15 calls "unavailable").
@@ -730,9 +822,31 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       // A range starting at or below the mark: the counter went back, even if part of the
       // range is still above the mark (without guard nothing raised it).
       const below = floor > 0n && reply.ranges.length > 0 && reply.ranges[0].first <= floor;
+      if (this.#userFloor > 0n && lowest !== undefined && lowest <= this.#userFloor) {
+        // A store that could not raise the counter (no scripting): the range is spent.
+        this.#floorDue = true;
+        this.#rollbacks++;
+        throw new KvIdError(
+          "rollback",
+          `the counter (${
+            reply.ranges.at(-1)?.last
+          }) is at or below the floor option's ${this.#userFloor} and the store could not raise it (no scripting): set it above by hand (HSET ${this.key} ${this.name} <floor>)`,
+          { key: this.key, field: this.name },
+        );
+      }
+      const ttl = reply.ttlRemovedMs ?? 0;
+      if (ttl !== 0) {
+        this.#ttlRemovals++;
+        this.dispatchEvent(
+          new CustomEvent<ExpiryDetail>("expiry", { detail: { key: this.key, ttlMs: ttl } }),
+        );
+      }
       const added = this.#buf.add(reply.ranges, lead);
       const last = reply.ranges.at(-1)?.last ?? 0n;
       if (reply.raised || below || added === "rollback") {
+        // The server lost data: it may have restarted, or be another one; ask it again. (The
+        // floor option was asked again already, before this range was accepted.)
+        this.#durabilityDue = true;
         this.#rollbacks++;
         this.dispatchEvent(
           new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last } }),
@@ -755,6 +869,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       if (this.#failuresInRow++ === 0) this.#failingSince = started;
       this.#lastError = error;
       this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);
+      // A transient failure may hide a reconnect to a restarted (or another) server.
+      if (isTransient(error.code)) this.#durabilityDue = true;
       // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
       else if (this.#downSince !== undefined) this.#rejectWaiters(() => this.#downError());
@@ -790,6 +906,68 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Read the store's durability when due and refuse one that can lose reservations (see
+   * {@linkcode durabilityRefusal}); a refusal leaves it due, so a fixed server is served again.
+   */
+  async #checkDurability(store: Store): Promise<void> {
+    if (!this.#durabilityDue || store.durability === undefined) {
+      this.#durabilityAccepted = true;
+      return;
+    }
+    const d = await store.durability(this.key, {
+      field: this.name,
+      mode: this.#durabilityMode,
+      replicas: this.#replicas,
+      stated: this.#options.serverSettings ?? {},
+    });
+    this.#durability = d;
+    const refusal = durabilityRefusal(d, this.#durabilityMode, this.key, this.name);
+    this.#durabilityAccepted = refusal === undefined;
+    if (refusal !== undefined) throw refusal;
+    this.#durabilityDue = false;
+  }
+
+  /** `"best-effort"`, and the store said (one of) its server(s) keeps no AOF. */
+  #acceptedNoAof(): boolean {
+    if (this.#durabilityMode !== "best-effort") return false;
+    const settings = this.#durability?.settings ?? {};
+    return Object.entries(settings).some(([k, v]) =>
+      (k === "appendonly" || k.endsWith(".appendonly")) && v === "no"
+    );
+  }
+
+  /** Ask the floor option for the largest ID the user's data holds. */
+  async #readFloor(): Promise<void> {
+    const read = this.#options.floor;
+    if (read === undefined) {
+      this.#floorDue = false;
+      return;
+    }
+    const where = { key: this.key, field: this.name };
+    let value: unknown;
+    try {
+      value = await read();
+    } catch (cause) {
+      // The user's database unreachable: transient, retried like a store that is down.
+      throw new KvIdError("unavailable", "the floor option failed", { ...where, cause });
+    }
+    const floor = typeof value === "number" && Number.isSafeInteger(value)
+      ? BigInt(value)
+      : typeof value === "bigint"
+      ? value
+      : undefined;
+    if (floor === undefined || floor < 0n || floor >= MAX_ID) {
+      throw new KvIdError(
+        "config",
+        `the floor option returned ${describe(value)}, not an integer from 0 to 2^63-2`,
+        where,
+      );
+    }
+    if (floor > this.#userFloor) this.#userFloor = floor;
+    this.#floorDue = false;
   }
 
   /** The step differs from the remembered one (a counter that never left minStep has none). */

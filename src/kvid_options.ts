@@ -9,6 +9,7 @@ import type { KvIdErrorCode } from "./errors.ts";
 import type { RedisSource } from "./redis_store.ts";
 import type { StepRule } from "./step.ts";
 import type { Store } from "./store_contract.ts";
+import type { DurabilityMode } from "./durability.ts";
 
 /**
  * Options of {@linkcode KvId}. Every one is optional and validated at construction.
@@ -128,7 +129,8 @@ export interface KvIdOptions {
    * receipt (`WAIT`), not their own fsync: that waits for their once-a-second ACK (1,020 ms a
    * reservation with `appendfsync everysec` replicas, measured). A range not confirmed within `timeout` is spent, never handed out;
    * a server that keeps no AOF (`appendonly no`, also when turned off at run time) is refused
-   * (`"config"`). On a server without `WAITAOF` (Redis 7.0, Kvrocks) or a client without
+   * (`"config"`), unless `durability: "best-effort"` accepted it (the durability probe read
+   * `appendonly no`: `WAITAOF` is then not sent). On a server without `WAITAOF` (Redis 7.0, Kvrocks) or a client without
    * `sendCommand` it is skipped: durability is then the server's `appendfsync` (`always`:
    * fsynced before the reply; `everysec`: written before the reply, fsynced within about a
    * second, so a crash of the machine, not of the process, can lose that second). Measured on
@@ -151,6 +153,94 @@ export interface KvIdOptions {
    * reading earlier than the one before leaves the step as it was.
    */
   clock?: () => number;
+  /**
+   * What the generator accepts from its store. Before its first reservation, and again after a
+   * reservation failed for a transient reason, a refusal or a rollback, it reads what the
+   * server can lose (Redis/Valkey: `INFO`, `CONFIG GET appendfsync`, the hash's `PTTL`, one
+   * round trip; see `stats().durability`). `"strict"`: a server that can lose a confirmed
+   * reservation (no AOF, or a server that will not say) is refused with a `"config"`
+   * {@linkcode KvIdError} naming the fix; with `replicas` of 1 or more a server without AOF is
+   * served (each reservation is on a replica before it is used). `"best-effort"`: served, and a
+   * crash of the server can re-issue IDs (the README says which). Under both, an eviction
+   * policy that can evict the counter (`allkeys-*`) is refused. A custom `store` without
+   * `durability()` is trusted.
+   *
+   * @default {"strict"}
+   */
+  durability?: DurabilityMode;
+  /**
+   * Server settings the server will not tell (a managed Redis that forbids `CONFIG` or `INFO`),
+   * as you state them, named as in `stats().durability.settings`: e.g. `{ appendonly: "yes" }`.
+   * A setting the server tells wins.
+   *
+   * @default {{}}
+   */
+  serverSettings?: Record<string, string>;
+  /**
+   * An independent floor: resolves to the largest ID your own data holds (e.g.
+   * `SELECT max(id) FROM orders`), or a second store's mark. Called before the first
+   * reservation and whenever the counter is found below this generator's mark; the counter is
+   * raised above it (by the guard script) before any ID is served, so a counter lost while no
+   * generator lived (a restore from an old backup, `FLUSHALL`, an empty replacement server, a
+   * failover to a stale replica) cannot re-issue what your data holds. A rejection fails the
+   * reservation as `"unavailable"` (retried). Needs `guard`.
+   *
+   * @default {undefined}
+   */
+  floor?: () => bigint | number | Promise<bigint | number>;
+}
+
+/**
+ * What a generator knows of its store's durability, in {@linkcode KvIdStats.durability}.
+ *
+ * @example Alert on a store that can lose IDs
+ * ```ts
+ * import type { DurabilityReport } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const report: DurabilityReport = {
+ *   mode: "best-effort",
+ *   durable: false,
+ *   problems: ["AOF is off (appendonly no, ...): ...; set appendonly yes"],
+ *   settings: { appendonly: "no" },
+ * };
+ * assert.ok(report.durable === false && report.problems.length === 1);
+ * ```
+ */
+export interface DurabilityReport {
+  /** The generator's `durability` option. */
+  mode: DurabilityMode;
+  /**
+   * What the store said when last read: true when it cannot lose a confirmed reservation;
+   * undefined before the first read, or for a store that does not say (trusted).
+   */
+  durable: boolean | undefined;
+  /** What the store can lose, each naming the fix; empty when durable. */
+  problems: string[];
+  /** The settings read, as the server names them (`"unknown"`: it would not tell). */
+  settings: Record<string, string>;
+}
+
+/**
+ * The detail of an `"expiry"` event of {@linkcode KvId}: a reservation found a TTL on the
+ * counters' hash and removed it (in the same atomic step), so the counters never expire.
+ *
+ * @example
+ * ```ts
+ * import { KvId, type ExpiryDetail } from "@kvid/core";
+ *
+ * const ORDER_ID = new KvId("order");
+ * ORDER_ID.addEventListener("expiry", (e) => {
+ *   const { key, ttlMs } = (e as CustomEvent<ExpiryDetail>).detail;
+ *   console.warn(`something set a TTL of ${ttlMs} ms on "${key}": removed; find what sets it`);
+ * });
+ * ```
+ */
+export interface ExpiryDetail {
+  /** The hash. */
+  key: string;
+  /** The TTL removed, in ms; -1 when removed without reading it (a server without scripting). */
+  ttlMs: number;
 }
 
 /**
@@ -202,6 +292,10 @@ export interface KvIdStats {
   high: string;
   /** Times the counter was found below `high` and raised (or refused, without `guard`). */
   rollbacks: number;
+  /** What the store can lose, as last read from it (see the `durability` option). */
+  durability: DurabilityReport;
+  /** Times a reservation found a TTL on the hash and removed it (`"expiry"` events). */
+  ttlRemovals: number;
   /** True while a reservation is in flight or about to start. */
   reserving: boolean;
   /** The last reservation error, cleared by a success: its code and message. */

@@ -7,7 +7,14 @@
 import { KvIdError } from "./errors.ts";
 import { describe } from "./validate.ts";
 import { own } from "./shutdown.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
 import { stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
 import {
@@ -15,6 +22,10 @@ import {
   otherLayout,
   singleStoreCounter,
 } from "./stores/interleaved/layout.ts";
+import { isNoScripting, LuaScript } from "./lua_script.ts";
+import { probeRedis } from "./durability.ts";
+
+export { isNoScripting, LuaScript };
 
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
@@ -94,46 +105,12 @@ export interface RedisClient {
  */
 export type RedisSource = RedisClient | (() => RedisClient | Promise<RedisClient>);
 
-/**
- * A Lua script run with `EVALSHA`, sent whole with `EVAL` when the server answers `NOSCRIPT`
- * (first use, or after a restart or `SCRIPT FLUSH`).
- */
-export class LuaScript {
-  /** The script's source. */
-  readonly source: string;
-  #sha: Promise<string> | undefined;
-
-  /** @param source The script's source. */
-  constructor(source: string) {
-    this.source = source;
-  }
-
-  /** Run the script on `client` with `keys` (every key it touches) and `args`. */
-  async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
-    this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(
-      (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
-    );
-    try {
-      return await client.evalsha(await this.#sha, keys, args);
-    } catch (err) {
-      // The reply's code, not any word: Valkey's NOPERM names the user ("User noscript has no
-      // permissions to run the 'evalsha' command"), which must not make it send EVAL.
-      if (!/(^|: )NOSCRIPT\b/.test(errorMessage(err).replace(/^-/, ""))) throw err;
-      return await client.eval(this.source, keys, args);
-    }
-  }
-}
-
-/** True when the server refused to run a script because it has no scripting. */
-export function isNoScripting(err: unknown): boolean {
-  return /unknown command|not supported|scripting/i.test(errorMessage(err));
-}
-
 // Refuses a counter that interleaved servers own (its layout field exists: a plain increment
 // of their cycle counter would repeat IDs). Raises the field to ARGV[4] if it is below the floor
-// ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, and returns
-// the value as a string so values above 2^53 survive. A non-integer field is left for HINCRBY to
-// refuse.
+// ARGV[3] (decimal strings compared exactly, never as Lua doubles), then HINCRBY, removes a TTL
+// the hash has (an expired hash would restart every counter at 1), and returns the value as a
+// string so values above 2^53 survive, whether it raised, and the TTL removed. A non-integer
+// field is left for HINCRBY to refuse.
 /**
  * Lua: `below(a, b)` is `a < b` for decimal integer strings without leading zeros (`b` not
  * negative), compared as text so counters above 2^53 are never rounded through Lua's doubles.
@@ -160,7 +137,9 @@ if floor ~= '0' then
   end
 end
 redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised, ttl}`,
 );
 
 // The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
@@ -183,7 +162,9 @@ if below(found, ARGV[3]) then
 end
 if not layout then redis.call('HSET', KEYS[1], lf, ARGV[5]) end
 redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
-return {'ok', redis.call('HGET', KEYS[1], ARGV[1]), raised}`,
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
+return {'ok', redis.call('HGET', KEYS[1], ARGV[1]), raised, ttl}`,
 );
 
 // Compare-and-set: lower the counter to ARGV[3] only if it still holds ARGV[2] (the end of the
@@ -325,9 +306,19 @@ export class RedisStore implements Store {
         if (reply !== undefined) return reply;
       }
       await this.#checkPlain(client, key, field);
-      const value = parseInteger(await client.hincrby(key, field, count));
+      // Sent together, one round trip: PERSIST right after the increment removes a TTL on the
+      // hash (not atomically, as the script does; between the two only an expiry in that
+      // instant can intervene).
+      const [reply, persisted] = await Promise.all([
+        client.hincrby(key, field, count),
+        client.sendCommand?.("PERSIST", [key]).catch(() => undefined),
+      ]);
+      const value = parseInteger(reply);
       if (value === undefined) throw new Error("HINCRBY did not reply with an integer");
-      if (value.exact) return { ranges: [range(value.value, count)], raised: false };
+      const ttlRemovedMs = Number(String(persisted)) === 1 ? -1 : 0;
+      if (value.exact) {
+        return { ranges: [range(value.value, count)], raised: false, ttlRemovedMs };
+      }
       // A numeric reply at or above 2^53 may be rounded: the range it stands for is unknown, so
       // it is spent and never handed out. Number mode cannot go there anyway.
       if (!options.exact) {
@@ -370,6 +361,28 @@ export class RedisStore implements Store {
         return false;
       }
       throw toKvIdError(err, key, field);
+    }
+  }
+
+  /**
+   * What the server can lose for hash `key` (`INFO`, `CONFIG GET`, `PTTL`: one round trip);
+   * see {@linkcode Store.durability} and {@linkcode probeRedis}.
+   */
+  async durability(key: string, options: DurabilityOptions): Promise<StoreDurability> {
+    let client: RedisClient;
+    try {
+      client = await resolveRedis(this.#source);
+    } catch (cause) {
+      throw new KvIdError("connection", "the Redis client factory failed", {
+        key,
+        field: options.field,
+        cause,
+      });
+    }
+    try {
+      return await probeRedis(client, key, options);
+    } catch (err) {
+      throw toKvIdError(err, key, options.field);
     }
   }
 
@@ -448,7 +461,7 @@ export class RedisStore implements Store {
       }
       throw err;
     }
-    const [status, a, c] = Array.isArray(reply) ? reply.map(text) : [];
+    const [status, a, c, ttl] = Array.isArray(reply) ? reply.map(text) : [];
     if (status === "layout") throw otherLayout(a, layout, where);
     if (status === "plain") throw singleStoreCounter(a, where);
     if (status === "notint") {
@@ -461,7 +474,8 @@ export class RedisStore implements Store {
     if (status !== "ok" || value === undefined || !value.exact) {
       throw new Error(`unexpected script reply ${String(reply)}`);
     }
-    return { ranges: [range(value.value, count)], raised: c === "1", layout };
+    const ttlRemovedMs = Number(ttl ?? 0) || 0;
+    return { ranges: [range(value.value, count)], raised: c === "1", layout, ttlRemovedMs };
   }
 
   /** Run the reserve script; undefined when the server has no scripting. */
@@ -486,14 +500,15 @@ export class RedisStore implements Store {
       }
       throw err;
     }
-    if (!Array.isArray(reply) || reply.length !== 2) {
+    if (!Array.isArray(reply) || reply.length < 2) {
       throw new Error(`unexpected script reply ${String(reply)}`);
     }
     const value = parseInteger(reply[0]);
     if (value === undefined || !value.exact) {
       throw new Error(`unexpected script reply ${String(reply[0])}`);
     }
-    return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1 };
+    const ttlRemovedMs = Number(String(reply[2] ?? 0)) || 0;
+    return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1, ttlRemovedMs };
   }
 }
 

@@ -50,7 +50,7 @@
  * | the same with `Accept: application/json`   | `{"name": "order", "ids": ["1", "2"]}`: IDs as strings, exact to 2^63-1                      |
  * | `POST` (or `GET`) `/v1/daily/{name}`       | `DailyId` serials, `yyyymmdd` + 6-digit seq (`20261201000001`), same formats                 |
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
- * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s), else 503 (no token)             |
+ * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 with the reason (no token) |
  * | `GET /metrics`                             | Prometheus text, a token of any scope                                                        |
  * | `GET /`                                    | the status page (below)                                                                      |
  *
@@ -144,6 +144,7 @@
 import { deadlineTimer } from "./deadline_timer.ts";
 import { KvIdError } from "./errors.ts";
 import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
+import { durabilityRefusal } from "./durability.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
 import { type Entry, Generators, type Kind } from "./server/generators.ts";
@@ -270,7 +271,12 @@ export function createHandler(options: ServiceOptions): IdService {
     }
     return v;
   };
+  const durability = options.durability ?? "strict";
+  if (durability !== "strict" && durability !== "best-effort") {
+    throw new TypeError(`createHandler(): option durability must be "strict" or "best-effort"`);
+  }
   const generators = new Generators({
+    durability,
     store,
     max: positive("maxGenerators", options.maxGenerators, 1_000),
     idleMs: positive("idleMs", options.idleMs, 60_000),
@@ -297,19 +303,31 @@ export function createHandler(options: ServiceOptions): IdService {
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
-  const ready = async (): Promise<boolean> => {
+  // Why the service cannot serve, or undefined when it can: the store does not answer, or
+  // (under "strict") it says it can lose reservations.
+  const notReady = async (): Promise<string | undefined> => {
     let cancel: (() => void) | undefined;
     try {
-      await Promise.race([
-        readyProbe(),
+      return await Promise.race([
+        (async () => {
+          await readyProbe();
+          if (store.durability === undefined) return undefined;
+          const d = await store.durability("kvid", {
+            field: "",
+            mode: durability,
+            replicas: 0,
+            stated: {},
+          });
+          const refusal = durabilityRefusal(d, durability, "kvid", "");
+          return refusal === undefined ? undefined : refusal.message;
+        })(),
         // A loop blocked by the application is not a store that does not answer.
-        new Promise((_, reject) => {
+        new Promise<never>((_, reject) => {
           cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
         }),
       ]);
-      return true;
     } catch {
-      return false;
+      return "the store does not answer";
     } finally {
       cancel?.();
     }
@@ -472,7 +490,7 @@ export function createHandler(options: ServiceOptions): IdService {
       200,
       statusPage(rows, generators.rates.series(now), {
         store: storeLabel,
-        ready: await ready(),
+        notReady: await notReady(),
         nowMs: now,
         hidden: all.length - rows.length,
       }),
@@ -508,11 +526,10 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       if (path === "/healthz") return text(200, "ok\n");
       if (path === "/readyz") {
-        return await ready()
+        const why = await notReady();
+        return why === undefined
           ? text(200, "ready\n")
-          : text(503, "not ready: the store does not answer\n", {
-            "retry-after": "1",
-          });
+          : text(503, `not ready: ${why}\n`, { "retry-after": "1" });
       }
       if (scopeOf(req) === undefined) return unauthorized();
       return text(200, renderMetrics([...generators.entries()], http, Date.now()), {

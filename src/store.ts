@@ -114,5 +114,12 @@ export {
   MAX_MEMBERS,
 } from "./stores/interleaved/interleaved_store.ts";
 export { RedisStore } from "./redis_store.ts";
-export type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
+export type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "./store_contract.ts";
 export { stepField } from "./store_contract.ts";

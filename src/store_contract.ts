@@ -58,6 +58,12 @@ export interface Reservation {
    * left out by a store that cannot record layouts, which an interleaving store then refuses.
    */
   layout?: string;
+  /**
+   * The time to live, in ms, that the hash had and that this reservation removed (`PERSIST`, in
+   * the same atomic step): something set a TTL on the counters; -1 when one was removed without
+   * reading its length (a server without scripting). Absent or 0 when none.
+   */
+  ttlRemovedMs?: number;
 }
 
 /**
@@ -118,6 +124,80 @@ export interface ReserveOptions {
 }
 
 /**
+ * What a store's server says it can lose, read from the server itself
+ * ({@linkcode Store.durability}).
+ *
+ * @example A Redis without AOF
+ * ```ts
+ * import type { StoreDurability } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const d: StoreDurability = {
+ *   durable: false,
+ *   settings: { appendonly: "no", save: "3600 1 300 100 60 10000", maxmemory_policy: "noeviction" },
+ *   problems: ["AOF is off (appendonly no, snapshots only): ...; set appendonly yes"],
+ *   lossWithoutCrash: false,
+ * };
+ * assert.ok(!d.durable && d.problems.length === 1);
+ * ```
+ */
+export interface StoreDurability {
+  /**
+   * True when a reservation the store confirmed survives a crash of the server and cannot be
+   * evicted or expired (Redis: AOF on, no `allkeys-*` eviction; Deno KV).
+   */
+  durable: boolean;
+  /**
+   * The settings read, as the server names them, e.g. `{ appendonly: "no", appendfsync:
+   * "everysec", maxmemory_policy: "noeviction" }`; a setting the server would not tell is
+   * `"unknown"`.
+   */
+  settings: Record<string, string>;
+  /**
+   * Each way the store can lose a reservation, in words an operator acts on, naming the fix.
+   * Empty when durable. Refused under `durability: "strict"`.
+   */
+  problems: string[];
+  /**
+   * True when a problem loses reservations in ordinary operation, with no crash (an eviction
+   * policy that can evict the counter): refused under `"best-effort"` too.
+   */
+  lossWithoutCrash?: boolean;
+}
+
+/**
+ * What a generator tells {@linkcode Store.durability}.
+ *
+ * @example
+ * ```ts
+ * import type { DurabilityOptions } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // A managed Redis that forbids CONFIG, whose operator knows it fsyncs every write.
+ * const options: DurabilityOptions = {
+ *   field: "order",
+ *   mode: "strict",
+ *   replicas: 0,
+ *   stated: { appendfsync: "always" },
+ * };
+ * assert.ok(options.stated.appendfsync === "always");
+ * ```
+ */
+export interface DurabilityOptions {
+  /** The counter asking (its name), for the errors. */
+  field: string;
+  /** The generator's `durability` option. */
+  mode: "strict" | "best-effort";
+  /**
+   * Replicas confirming each reservation (`WAIT`): with one or more, a server without AOF is
+   * durable against the crash of one node.
+   */
+  replicas: number;
+  /** Settings the server will not tell, as the user states them (`serverSettings`). */
+  stated: Readonly<Record<string, string>>;
+}
+
+/**
  * Reserves ranges of IDs; one call is one atomic reservation.
  *
  * @example An in-memory store for tests
@@ -163,6 +243,14 @@ export interface Store {
   loadStep?(key: string, field: string): Promise<number | undefined>;
   /** Optional: remember `step` next to the counter for the next generator to start from. */
   saveStep?(key: string, field: string, step: number): Promise<void>;
+  /**
+   * Optional: read what the server behind hash `key` can lose. A generator calls it before its
+   * first reservation, after a reservation failed for a transient reason (a reconnect may have
+   * reached a restarted or another server), after a refusal and after a rollback, and serves no
+   * ID of the next reservation until it answered. Rejects when the server cannot be reached.
+   * A store without it is trusted.
+   */
+  durability?(key: string, options: DurabilityOptions): Promise<StoreDurability>;
 }
 
 /**

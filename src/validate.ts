@@ -38,6 +38,23 @@ export function checkName(who: string, what: string, value: unknown): asserts va
 }
 
 /**
+ * {@linkcode checkName}, and not beginning with NUL: fields that begin with it are the library's
+ * own (`"\0step:<name>"`, `"\0layout:<name>"`), and a counter named so would overwrite one.
+ */
+export function checkCounterName(
+  who: string,
+  what: string,
+  value: unknown,
+): asserts value is string {
+  checkName(who, what, value);
+  if (value.startsWith("\0")) {
+    throw new TypeError(
+      `${who} ${what} must not begin with a NUL byte ("\\0"): such fields are the library's own ("\\0step:<name>", "\\0layout:<name>")`,
+    );
+  }
+}
+
+/**
  * Throw unless `value` is a number from `min` to `max`; `aboveMax` is appended to the message
  * of a value above `max` (a hint what to do instead).
  */

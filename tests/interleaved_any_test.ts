@@ -230,3 +230,31 @@ Deno.test({
   assert.ok(Number(await command(s0.url, "HGET", "kvid", "lost")) >= 5);
   assert.equal(await command(s0.url, "HGET", "kvid", LAYOUT + "lost"), store.layout(0));
 });
+
+Deno.test({
+  name: "interleaved over Redis and Deno KV: a member that can lose IDs is refused under strict",
+  ignore,
+}, async () => {
+  await using lossy = await startServer({ persistence: "none" }); // snapshots only
+  await using durable = await startServer({ persistence: "aof" });
+  await using file = await tempKv();
+  await using cl = await openClient("node-redis", lossy.url);
+  await using cd = await openClient("ioredis", durable.url);
+  using kv = new DenoKvStore(file.path);
+  {
+    const store = new InterleavedStore([new RedisStore(cd.redis), kv], { block: 10 });
+    await using id = new KvId("durable-set", { store });
+    assert.ok(await id.next() > 0, "AOF on Redis and Deno KV: served");
+  }
+  const members = [new RedisStore(cl.redis), kv];
+  {
+    await using id = new KvId("lossy-set", { store: new InterleavedStore(members, { block: 10 }) });
+    await rejectsWith(id.next(), "config", /server 0: .*appendonly yes/);
+  }
+  assert.equal(await command(lossy.url, "HGET", "kvid", "lossy-set"), null, "nothing reserved");
+  {
+    const store = new InterleavedStore(members, { block: 10 });
+    await using id = new KvId("lossy-set", { store, durability: "best-effort" });
+    assert.ok(await id.next() > 0, "best-effort accepts the loss");
+  }
+});

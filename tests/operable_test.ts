@@ -256,6 +256,8 @@ Deno.test("without scripting nothing is given back and no step is remembered", a
     hincrby: (k, f, n) => client.redis.hincrby(k, f, n),
     eval: refuse,
     evalsha: refuse,
+    // Plain commands still work there: the durability probe reads INFO with them.
+    sendCommand: (c, a) => client.redis.sendCommand!(c, a),
   };
   let now = 0;
   const id = new KvId("plain", { redis: noScripts, clock: () => now, prefetchAt: 0 });

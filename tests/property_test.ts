@@ -9,6 +9,10 @@
  * - no ID is handed out twice, by any generator, unless a counter was lowered (data loss, which
  *   `guard` covers for each generator's own IDs only: see the README's non-guarantees).
  *
+ * The store's own losses are faults too (`loss`, issue 21): an eviction (`allkeys-lru` set, the
+ * counter gone), a crash without AOF (`appendonly no` set, the counter gone) and a TTL on the
+ * hash (removed by the next reservation: no loss). Each is undone after its run.
+ *
  * Budget: 40 runs with a fixed seed, up to 60 operations each: 3-10 s on a 2-core machine
  * shared with other work (load 4-5), within 30 s even when loaded harder (every call is bounded
  * by its generator's timeout, at most 600 ms). Besides the ranges, it checks that every ID of a
@@ -82,6 +86,14 @@ const op = fc.oneof(
       op: fc.constant("lower" as const),
       server: fc.nat(SERVERS - 1),
       fraction: fc.double({ min: 0, max: 1, noNaN: true }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant("loss" as const),
+      server: fc.nat(SERVERS - 1),
+      kind: fc.constantFrom("evict" as const, "crash" as const, "ttl" as const),
     }),
   },
 );
@@ -162,13 +174,15 @@ Deno.test({
         const got: { call: number; ids: (number | bigint)[] }[][] = gens.map(() => []);
         const calls: Promise<void>[] = [];
         let lowered = false;
+        // Servers whose settings a `loss` fault changed: restored after the run.
+        const changed = new Set<string>();
         const unexpected: unknown[] = [];
         const codes: Record<string, number> = {};
         try {
           for (const [at, o] of s.ops.entries()) {
             if (s.close?.at === at) calls.push(gens[s.close.gen % gens.length].close());
             const fault = o.op === "pause" || o.op === "drop" || o.op === "delay" ||
-              o.op === "lower";
+              o.op === "lower" || o.op === "loss";
             if (fault && !s.faults) continue;
             switch (o.op) {
               case "next":
@@ -205,6 +219,24 @@ Deno.test({
                 lowered = true;
                 await lower(s.store === "deno-kv", hit(o.server), name, o.fraction);
                 break;
+              case "loss": {
+                if (s.store === "deno-kv") break; // nothing evicts, expires or loses a KV commit
+                const url = servers[hit(o.server)].url;
+                changed.add(url);
+                if (o.kind === "ttl") {
+                  // Set longer than any run: the next reservation removes it, nothing is lost.
+                  await command(url, "PEXPIRE", "kvid", "60000");
+                  break;
+                }
+                lowered = true;
+                // The server is now one the generators refuse once they read it again (after
+                // the rollback they find), and the counter is gone as the setting would lose it.
+                await (o.kind === "evict"
+                  ? command(url, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+                  : command(url, "CONFIG", "SET", "appendonly", "no"));
+                await command(url, "HDEL", "kvid", name);
+                break;
+              }
             }
           }
           let timer: ReturnType<typeof setTimeout> | undefined;
@@ -220,6 +252,11 @@ Deno.test({
             p.delayMs = 0;
           }
           await Promise.all(gens.map((g) => g.close()));
+          for (const url of changed) {
+            await command(url, "CONFIG", "SET", "maxmemory-policy", "noeviction");
+            await command(url, "CONFIG", "SET", "appendonly", "yes");
+            await command(url, "PERSIST", "kvid");
+          }
         }
         assert.deepEqual(unexpected, [], "every failure is a KvIdError");
         const all = new Set<string>();

@@ -164,11 +164,15 @@ Deno.test({ name: "replicas: a server without WAIT is a config error", ignore },
 });
 
 Deno.test("replicas: a client that cannot send WAIT is a config error", async () => {
+  class ReplyError extends Error {}
   let counter = 0;
+  // A server without scripting, as it answers (the durability probe then reads nothing; with
+  // replicas the AOF it cannot see is not needed).
+  const noScripting = () => Promise.reject(new ReplyError("ERR unknown command 'EVALSHA'"));
   const redis: RedisClient = {
     hincrby: (_k, _f, n) => Promise.resolve(counter += n),
-    eval: () => Promise.reject(new Error("no scripting")),
-    evalsha: () => Promise.reject(new Error("no scripting")),
+    eval: noScripting,
+    evalsha: noScripting,
   };
   await using id = new KvId("x", { redis, replicas: 1, guard: false });
   const err = await id.next().then(() => undefined, (e) => e);
@@ -179,10 +183,11 @@ Deno.test("replicas: a client that cannot send WAIT is a config error", async ()
 Deno.test("replicas: a primary demoted while waiting is a transient failure", async () => {
   class ReplyError extends Error {}
   let counter = 0;
+  const noScripting = () => Promise.reject(new ReplyError("ERR unknown command 'EVALSHA'"));
   const redis: RedisClient = {
     hincrby: (_k, _f, n) => Promise.resolve(counter += n),
-    eval: () => Promise.reject(new Error("no scripting")),
-    evalsha: () => Promise.reject(new Error("no scripting")),
+    eval: noScripting,
+    evalsha: noScripting,
     // What Redis answers a blocked WAIT when a failover turns its primary into a replica
     // (HEXISTS: no interleaved layout on this counter).
     sendCommand: (command) =>

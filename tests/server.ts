@@ -20,9 +20,12 @@ export interface ServerOptions {
    * `rocksdb.write_options.sync yes`) so data survives `kill()` + `restart()`.
    * `"none"` (the default) still runs Redis and Valkey with `appendonly yes`
    * (`appendfsync everysec`), as the library wants, but `restart()` wipes the
-   * data directory: the server comes back empty.
+   * data directory: the server comes back empty. `"snapshots"`: Redis and
+   * Valkey with `appendonly no` (and no `save` schedule unless set with
+   * `CONFIG SET save`): what a generator's default (`durability: "strict"`)
+   * refuses; `restart()` keeps the data directory, so it loads a `SAVE`d dump.
    */
-  persistence?: "none" | "aof";
+  persistence?: "none" | "snapshots" | "aof";
   /** Password required by the server (`requirepass`). */
   password?: string;
   /** Fixed port to listen on. Defaults to a free port chosen at start. */
@@ -325,10 +328,10 @@ class LocalServer implements TestServer {
         "no",
         "--protected-mode",
         "no",
-        // AOF on either way (a server without it loses reservations in a crash); "none" wipes
-        // the data at restart() instead.
+        // AOF on (a server without it loses reservations in a crash), except for "snapshots";
+        // "none" wipes the data at restart() instead.
         "--appendonly",
-        "yes",
+        persistence === "snapshots" ? "no" : "yes",
         "--appendfsync",
         persistence === "aof" ? "always" : "everysec",
       ];

@@ -40,6 +40,7 @@ const COMMAND_OPTIONS: Record<string, Record<string, OptionSpec>> = {
   list: {},
   floor: { create: { type: "boolean" } },
   daily: { "time-zone": { type: "string" } },
+  durability: {},
   cleanup: {
     "keep-days": { type: "string" },
     "time-zone": { type: "string" },
@@ -53,6 +54,7 @@ const ARITY: Record<string, string[]> = {
   floor: ["name", "value"],
   daily: ["name"],
   cleanup: ["name"],
+  durability: [],
 };
 
 const COMMON_HELP = `Options of every command:
@@ -84,6 +86,7 @@ export const COMMANDS: readonly (readonly [usage: string, what: string])[] = [
     "cleanup <name> --keep-days N [--time-zone Z] [--dry-run]",
     "Delete old day counters of a daily serial",
   ],
+  ["durability", "Print what the server can lose and the fix (exit 1 if a generator would refuse)"],
 ];
 
 const HELP: Record<string, string> = {
@@ -146,6 +149,15 @@ stored. Today comes from this machine's clock in the time zone. A serial whose h
 exist is an error (exit 1). --json prints {"key", "today", "days": {day: value}}.
 
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
+
+${COMMON_HELP}`,
+  durability: `Usage: kvid durability [options]
+
+Read what the server can lose for the hash (INFO persistence and memory, CONFIG GET
+appendfsync and save, the hash's TTL: what every generator reads before its first
+reservation) and print each setting, then each problem with its fix. Exit 0 when a
+generator with durability: "strict" (the default) would serve, 1 when it would refuse.
+--json prints {"key", "durable", "settings", "problems"}.
 
 ${COMMON_HELP}`,
   cleanup: `Usage: kvid cleanup <name> --keep-days N [--time-zone Z] [--dry-run] [options]
@@ -247,6 +259,13 @@ export function parse(argv: string[]): Parsed | Print {
   const args: Record<string, string> = {};
   names.forEach((n, i) => args[n] = positionals[i]);
   if (args.name !== undefined && args.name.length === 0) throw usage("the name must not be empty");
+  if (args.name?.startsWith("\0")) {
+    // Fields that begin with NUL are the library's own ("\0step:<name>", "\0layout:<name>").
+    throw new CliError(
+      EXIT.failed,
+      `the name must not begin with a NUL byte: such fields are the library's own ("\\0step:<name>", "\\0layout:<name>")`,
+    );
+  }
 
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const url = (values.url as string | undefined) || Deno.env.get("KVID_STORE_URL") ||

@@ -30,8 +30,9 @@ export interface EnvConfig {
  *   scheme is refused at startup. Unset: Deno KV.
  * - `KVID_REDIS_URL`: the same for a Redis URL, as before `KVID_STORE_URL` (both set: the same URL).
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
- * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`: the
- *   options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout` of {@linkcode createHandler}.
+ * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
+ *   `KVID_DURABILITY`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout`,
+ *   `durability` of {@linkcode createHandler}.
  *
  * Nothing connects until the first request.
  *
@@ -65,12 +66,22 @@ export function optionsFromEnv(
   if (authVar !== undefined && authVar !== "" && authVar !== "none" && authVar !== "token") {
     throw new TypeError(`KVID_AUTH must be "none" or "token", got ${JSON.stringify(authVar)}`);
   }
+  const durabilityVar = get("KVID_DURABILITY");
+  if (
+    durabilityVar !== undefined && durabilityVar !== "" && durabilityVar !== "strict" &&
+    durabilityVar !== "best-effort"
+  ) {
+    throw new TypeError(
+      `KVID_DURABILITY must be "strict" or "best-effort", got ${JSON.stringify(durabilityVar)}`,
+    );
+  }
   const base: ServiceOptions = {
     tokens: get("KVID_TOKENS") || undefined,
     auth: authVar === "none" ? "none" : "token",
     timeZone: get("KVID_TIME_ZONE") || undefined,
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
+    durability: durabilityVar === "best-effort" ? "best-effort" : "strict",
   };
   const url = storeUrl(get);
   if (url && storeKind(url, "KVID_STORE_URL") !== "redis") {

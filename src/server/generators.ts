@@ -7,8 +7,9 @@
 
 import { DailyId } from "../daily.ts";
 import { KvId } from "../kvid.ts";
-import type { KvIdErrorSummary } from "../kvid_options.ts";
+import type { DurabilityReport, KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
+import type { DurabilityMode } from "../durability.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
@@ -36,6 +37,12 @@ export interface GeneratorSnapshot {
   lastError: string | null;
   /** DailyId only: the day being issued (`yyyymmdd`), or null. */
   day: string | null;
+  /** What the store said when last asked: durable or not; null before, or a store that does not say. */
+  durable: boolean | null;
+  /** What the store can lose, each naming the fix (empty when durable or not known). */
+  durabilityProblems: string[];
+  /** Times a reservation found a TTL on the hash and removed it. */
+  ttlRemovals: number;
 }
 
 /** Options of {@linkcode Generators}. */
@@ -49,6 +56,8 @@ export interface GeneratorsOptions {
   timeout: number;
   /** The DailyId time zone. */
   timeZone: string;
+  /** The generators' `durability` option. */
+  durability: DurabilityMode;
 }
 
 type Generator = {
@@ -68,6 +77,7 @@ export class Entry {
   reservations = 0;
   failures = 0;
   rollbacks = 0;
+  ttlRemovals = 0;
   pending = 0;
   lastUsed = 0;
   lastReservationAt: number | null = null;
@@ -97,25 +107,34 @@ export class Entry {
           this.histogram.observe((performance.now() - start) / 1000);
         }
       },
+      durability: inner.durability?.bind(inner),
     };
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
     this.gen = kind === "ids"
-      ? new KvId(name, { store, bigint: true, timeout: options.timeout })
+      ? new KvId(name, {
+        store,
+        bigint: true,
+        timeout: options.timeout,
+        durability: options.durability,
+      })
       : new DailyId(name, {
         store,
         format: "string",
         timeZone: options.timeZone,
         timeout: options.timeout,
+        durability: options.durability,
       });
     this.gen.addEventListener("rollback", () => this.rollbacks++);
+    this.gen.addEventListener("expiry", () => this.ttlRemovals++);
   }
 
   /** The engine's own state, mapped to JSON-safe values. */
   snapshot(nowMs: number): GeneratorSnapshot {
     let step = 0, remaining = 0, stalls = 0, lastError: KvIdErrorSummary | undefined, day = null;
+    let durability: DurabilityReport | undefined;
     if (this.gen instanceof KvId) {
       const s = (this.gen as KvId<bigint>).stats();
-      ({ step, remaining, stalls, lastError } = s);
+      ({ step, remaining, stalls, lastError, durability } = s);
     } else {
       const d = (this.gen as DailyId<string>).stats();
       day = d.day ?? null;
@@ -125,7 +144,7 @@ export class Entry {
         this.#day = d.day;
       }
       if (d.counter !== undefined) {
-        ({ step, remaining, lastError } = d.counter);
+        ({ step, remaining, lastError, durability } = d.counter);
         this.#stallsSeen = d.counter.stalls;
       }
       stalls = this.#stallsBefore + this.#stallsSeen;
@@ -145,6 +164,9 @@ export class Entry {
       lastReservationMs: this.lastReservationMs,
       lastError: lastError === undefined ? null : `${lastError.code}: ${lastError.message}`,
       day,
+      durable: durability?.durable ?? null,
+      durabilityProblems: durability?.problems ?? [],
+      ttlRemovals: this.ttlRemovals,
     };
   }
 }

@@ -38,6 +38,11 @@ const SERIES: Record<string, Series> = {
     type: "counter",
     value: (s) => s.rollbacks,
   },
+  kvid_ttl_removals_total: {
+    help: "Times a reservation found a TTL on the counters' hash and removed it",
+    type: "counter",
+    value: (s) => s.ttlRemovals,
+  },
   kvid_step: { help: "IDs the next reservation asks for", type: "gauge", value: (s) => s.step },
   kvid_remaining: { help: "IDs buffered in memory", type: "gauge", value: (s) => s.remaining },
 };
@@ -58,6 +63,16 @@ export function renderMetrics(entries: Entry[], http: HttpCounters, nowMs: numbe
   for (const [metric, { help, type, value }] of Object.entries(SERIES)) {
     out.push(`# HELP ${metric} ${help}.`, `# TYPE ${metric} ${type}`);
     for (const { s, labels } of rows) out.push(`${metric}{${labels}} ${value(s)}`);
+  }
+  // 1 durable, 0 not (a refusal under "strict", a loss accepted under "best-effort"); left out
+  // before the store was asked, or for a store that does not say.
+  const durable = "kvid_store_durable";
+  out.push(
+    `# HELP ${durable} 1 when the store cannot lose a confirmed reservation, 0 when it can.`,
+    `# TYPE ${durable} gauge`,
+  );
+  for (const { s, labels } of rows) {
+    if (s.durable !== null) out.push(`${durable}{${labels}} ${s.durable ? 1 : 0}`);
   }
   const h = "kvid_reservation_duration_seconds";
   out.push(`# HELP ${h} Reservation round-trip time.`, `# TYPE ${h} histogram`);

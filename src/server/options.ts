@@ -7,6 +7,7 @@
 
 import type { RedisSource } from "../redis_store.ts";
 import type { Store } from "../store_contract.ts";
+import type { DurabilityMode } from "../durability.ts";
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
@@ -59,6 +60,14 @@ export interface ServiceOptions {
   idleMs?: number;
   /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
   timeout?: number;
+  /**
+   * The generators' `durability` (env `KVID_DURABILITY`): `"strict"` refuses a store that can
+   * lose reservations (no AOF: requests get 500 `config` naming the fix, `/readyz` 503);
+   * `"best-effort"` serves from it.
+   *
+   * @default {"strict"}
+   */
+  durability?: DurabilityMode;
   /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
   log?: (line: string) => void;
 }

@@ -79,11 +79,23 @@ function ago(ms: number | null, nowMs: number): string {
   return s < 120 ? `${s} s ago` : `${Math.round(s / 60)} min ago`;
 }
 
+/** What the generators last heard of the store's durability, in words an operator acts on. */
+function durabilityLine(rows: GeneratorSnapshot[]): string {
+  const lossy = rows.find((r) => r.durable === false);
+  if (lossy !== undefined) {
+    const problems = lossy.durabilityProblems.join("; ").slice(0, 600);
+    return `<span class="err">the store can lose IDs: ${escapeHtml(problems)}</span>`;
+  }
+  return rows.some((r) => r.durable === true)
+    ? '<span class="ok">durable</span>'
+    : "not reported yet";
+}
+
 /** The status page. */
 export function statusPage(
   rows: GeneratorSnapshot[],
   series: number[],
-  info: { store: string; ready: boolean; nowMs: number; hidden: number },
+  info: { store: string; notReady: string | undefined; nowMs: number; hidden: number },
 ): string {
   const body = rows.map((r) =>
     `<tr><td>${escapeHtml(r.name)}</td><td>${r.kind}${r.day ? ` ${r.day}` : ""}</td>
@@ -96,11 +108,13 @@ export function statusPage(
   return layout(
     "kvid: status",
     `<h1>kvid ID service</h1>
-<p class="sub">Store: ${escapeHtml(info.store)}, <span class="${info.ready ? "ok" : "err"}">${
-      info.ready ? "answering" : "not answering"
-    }</span>. ${rows.length} live generator${rows.length === 1 ? "" : "s"}${
-      info.hidden > 0 ? ` (${info.hidden} outside this token's scope)` : ""
-    }. Refreshes every 5 s.
+<p class="sub">Store: ${escapeHtml(info.store)}, <span class="${
+      info.notReady === undefined ? "ok" : "err"
+    }">${
+      info.notReady === undefined ? "answering" : escapeHtml(info.notReady.slice(0, 600))
+    }</span>. Durability: ${durabilityLine(rows)}. ${rows.length} live generator${
+      rows.length === 1 ? "" : "s"
+    }${info.hidden > 0 ? ` (${info.hidden} outside this token's scope)` : ""}. Refreshes every 5 s.
 <form method="post" action="/logout"><button type="submit">Sign out</button></form></p>
 <div class="card">${rateChart(series)}</div>
 <table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>

@@ -236,10 +236,16 @@ export class Recorder implements RedisClient {
   /** Every command sent, in order. */
   readonly calls: Call[] = [];
   readonly #inner: RedisClient;
+  readonly #probes: boolean;
 
-  /** @param inner The client that really sends the commands. */
-  constructor(inner: RedisClient) {
+  /**
+   * @param inner The client that really sends the commands.
+   * @param options `probes`: record the durability probe script too (a generator's first use,
+   *   or a re-read after a failure, may be what meets a server state).
+   */
+  constructor(inner: RedisClient, options: { probes?: boolean } = {}) {
     this.#inner = inner;
+    this.#probes = options.probes ?? false;
   }
 
   /** Records, then sends, `HINCRBY`. */
@@ -257,7 +263,9 @@ export class Recorder implements RedisClient {
   /** Records, then sends, `EVAL`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
     // Only the reserve script (4 arguments) reserves; the step and give-back scripts do not.
-    if (args.length !== 4) return this.#inner.eval(script, keys, args);
+    if (args.length !== 4 && !(this.#probes && args.length === 0)) {
+      return this.#inner.eval(script, keys, args);
+    }
     return this.#track(
       "eval",
       script,
@@ -270,7 +278,9 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVALSHA`. */
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
-    if (args.length !== 4) return this.#inner.evalsha(sha, keys, args);
+    if (args.length !== 4 && !(this.#probes && args.length === 0)) {
+      return this.#inner.evalsha(sha, keys, args);
+    }
     return this.#track(
       "evalsha",
       sha,

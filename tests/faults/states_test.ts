@@ -15,7 +15,7 @@ import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";
 
 /** A client that runs `heal` (once) when the server first replies with `word`. */
 function healOn(inner: RedisClient, word: string, heal: () => Promise<unknown>) {
-  const rec = new Recorder(inner);
+  const rec = new Recorder(inner, { probes: true });
   let healing: Promise<unknown> | undefined;
   const watch = <T>(p: Promise<T>) =>
     p.catch((err) => {
@@ -64,9 +64,15 @@ Deno.test({
         "1024",
       ], dir);
       await using open = await openClient("node-redis", b.url, { readyCheck: false });
-      const rec = new Recorder(open.redis);
-      // No AOF here on purpose (to stage the slow load): WAITAOF could not confirm.
-      await using id = new KvId("loading", { redis: rec, timeout: 30_000, waitAof: false });
+      const rec = new Recorder(open.redis, { probes: true });
+      // No AOF here on purpose (to stage the slow load): WAITAOF could not confirm, and
+      // best-effort durability accepts a server without one.
+      await using id = new KvId("loading", {
+        redis: rec,
+        timeout: 30_000,
+        waitAof: false,
+        durability: "best-effort",
+      });
       assert.equal(await id.next(), 42);
       assert.ok(failedWith(rec, "LOADING") >= 1, "the server had loaded already: nothing staged");
       assert.equal(id.stats().lastError, undefined);
@@ -125,7 +131,7 @@ Deno.test({
       "the script to make the server BUSY",
     );
     // A caller with a short deadline times out, with the server's words in the cause...
-    const heldRec = new Recorder(open.redis);
+    const heldRec = new Recorder(open.redis, { probes: true });
     const err = await (async () => {
       await using held = new KvId("state-busy-held", { redis: heldRec, timeout: 300 });
       return await rejectsWith(held.next(), "timeout");

@@ -46,7 +46,7 @@ async function startRedis(port, dir) {
     "--save",
     "",
     "--appendonly",
-    "no",
+    "yes",
     "--dir",
     dir,
   ], { stdio: ["ignore", "pipe", "inherit"] });

@@ -27,6 +27,8 @@ export interface StoreSubject {
    * can be a member of an `InterleavedStore`. Default false.
    */
   layout?: boolean;
+  /** What `durability()` must say of the server under test (a durable one: true). */
+  durable?: boolean;
 }
 
 const MAX_ID = (1n << 63n) - 1n;
@@ -289,6 +291,28 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
         first: 4n,
         last: 4n,
       }]);
+    },
+  });
+
+  await t.step({
+    name: store.durability
+      ? "durability(): what the server can lose, each problem naming its fix"
+      : "durability (ignored: this store does not say; a generator trusts it)",
+    ignore: !store.durability,
+    fn: async () => {
+      const d = await store.durability!(key, {
+        field: fresh("durability"),
+        mode: "strict",
+        replicas: 0,
+        stated: {},
+      });
+      assert.equal(typeof d.durable, "boolean");
+      assert.ok(Array.isArray(d.problems) && d.problems.every((p) => typeof p === "string"));
+      assert.ok(Object.values(d.settings).every((v) => typeof v === "string"));
+      assert.equal(d.durable, d.problems.length === 0, "durable exactly when nothing can be lost");
+      if (subject.durable !== undefined) {
+        assert.equal(d.durable, subject.durable, d.problems.join("; "));
+      }
     },
   });
 

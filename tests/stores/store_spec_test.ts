@@ -25,6 +25,7 @@ for (const kind of CLIENTS) {
       contiguous: true,
       layout: true,
       corrupt: async (key, field) => void await command(server.url, "HSET", key, field, "x1"),
+      durable: true,
     });
   });
 }
@@ -39,6 +40,7 @@ Deno.test("store spec: InterleavedStore over two Redis servers", async (t) => {
       block: 4,
     }),
     contiguous: false,
+    durable: true,
   });
 });
 
@@ -68,6 +70,7 @@ Deno.test("store spec: DenoKvStore on a file", async (t) => {
         contiguous: true,
         layout: true,
         corrupt: async (key, field) => void await kv.set(store.kvKey(key, field), "x1"),
+        durable: true,
       });
     } finally {
       kv.close();

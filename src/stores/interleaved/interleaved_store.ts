@@ -8,7 +8,15 @@
 
 import { deadlineTimer } from "../../deadline_timer.ts";
 import { KvIdError } from "../../errors.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../../store_contract.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+  StoreDurability,
+} from "../../store_contract.ts";
+import { durabilityRefusal, mergeDurability } from "../../durability.ts";
 import { toKvIdError } from "../../store_errors.ts";
 import { layoutOf } from "./layout.ts";
 
@@ -136,6 +144,10 @@ export class InterleavedStore implements Store {
   #next: number;
   // Per counter, the cycle each member's counter reached through this store (rollback check).
   readonly #seen = new Map<string, bigint[]>();
+  // Each member's durability as last probed; undefined: not yet, or failed since.
+  readonly #probed: (StoreDurability | undefined)[] = [];
+  // What the generator asked durability() with: applied to a member probed later.
+  #durabilityOptions: DurabilityOptions | undefined;
 
   /**
    * A store over `members`; no I/O until the first reservation.
@@ -225,6 +237,8 @@ export class InterleavedStore implements Store {
             cause: error,
           });
         }
+        // It may come back restarted or replaced: probed again before its next reservation.
+        this.#probed[i] = undefined;
         health.failures++;
         health.retryAt = performance.now() + memberBackoff(health.failures);
         errors.push(error);
@@ -323,6 +337,15 @@ export class InterleavedStore implements Store {
     if (floorCycle + k - 1n > lastCycle) {
       throw new KvIdError("overflow", "the counter would pass 2^63-1", where);
     }
+    const policy = this.#durabilityOptions;
+    if (policy !== undefined && this.#probed[i] === undefined) {
+      // A member first reached (or back) since the generator's probe: probed now, and refused
+      // like the whole store would be.
+      const d = await this.#probe(i, key, policy, limitMs);
+      const only = this.#members.map((_, j) => j === i ? d : undefined);
+      const refusal = durabilityRefusal(mergeDurability(only), policy.mode, key, field);
+      if (refusal !== undefined) throw refusal;
+    }
     const layout = this.layout(i);
     // The member's own confirmation (WAITAOF, WAIT) fits in this attempt, and in a few round
     // trips of its reservation: a member that does not confirm is skipped quickly, its blocks
@@ -360,7 +383,65 @@ export class InterleavedStore implements Store {
     seen[i] = first + k;
     // The member raised its counter: found below our own mark only when the floor was the mark.
     const raised = reply.raised && floorCycle === mark && mark > 0n;
-    return { ranges: this.#ranges(first, index, blocks), raised };
+    const ranges = this.#ranges(first, index, blocks);
+    return { ranges, raised, ttlRemovedMs: reply.ttlRemovedMs };
+  }
+
+  /**
+   * What the members can lose for hash `key`: each one's own {@linkcode Store.durability} (a
+   * member without it is trusted, as a store alone is), merged: durable when every one is. A
+   * member that does not answer is left out and probed before its next reservation, with the
+   * same `options`: one that would be refused then is refused, as the whole store is.
+   */
+  async durability(key: string, options: DurabilityOptions): Promise<StoreDurability> {
+    this.#durabilityOptions = options;
+    const limit = Math.max(MIN_ATTEMPT_MS, this.#timeout / 2);
+    await Promise.all(this.#members.map(async (_, i) => {
+      try {
+        await this.#probe(i, key, options, limit);
+      } catch {
+        this.#probed[i] = undefined; // down: probed before its next use
+      }
+    }));
+    return mergeDurability(this.#members.map((_, i) => this.#probed[i]));
+  }
+
+  /** Probe member `i`, within `limitMs`. */
+  async #probe(
+    i: number,
+    key: string,
+    options: DurabilityOptions,
+    limitMs: number,
+  ): Promise<StoreDurability> {
+    const member = this.#members[i];
+    if (member.durability === undefined) {
+      return this.#probed[i] = {
+        durable: true,
+        settings: { probe: "none (trusted)" },
+        problems: [],
+      };
+    }
+    let cancelTimer: (() => void) | undefined;
+    try {
+      const probe = member.durability(key, options);
+      probe.catch(() => {});
+      const d = await Promise.race([
+        probe,
+        new Promise<never>((_, reject) => {
+          cancelTimer = deadlineTimer(limitMs, () =>
+            reject(
+              new KvIdError("timeout", `member ${i} did not answer the durability probe`, {
+                key,
+                field: options.field,
+              }),
+            ));
+        }),
+      ]);
+      this.#probed[i] = d;
+      return d;
+    } finally {
+      cancelTimer?.();
+    }
   }
 
   /** The least cycle m >= 0 whose block m * N + i starts above `floor`. */

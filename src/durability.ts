@@ -1,0 +1,288 @@
+/**
+ * What a store's server can lose, read from the server itself, and the refusal of a store
+ * that would lose IDs: the Redis / Valkey / Kvrocks probe ({@linkcode probeRedis}) and the
+ * verdict every generator applies to a {@linkcode StoreDurability} ({@linkcode durabilityRefusal}).
+ *
+ * @module
+ */
+
+import { KvIdError } from "./errors.ts";
+import type { DurabilityOptions, StoreDurability } from "./store_contract.ts";
+import { isNoScripting, LuaScript } from "./lua_script.ts";
+import type { RedisClient } from "./redis_store.ts";
+import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
+
+/**
+ * How much loss a generator accepts from its store: `"strict"` refuses a store that can lose a
+ * confirmed reservation (no AOF, a setting the server will not tell); `"best-effort"` serves
+ * from it (a crash can then re-issue IDs). An eviction policy that can evict the counter is
+ * refused under both.
+ *
+ * @example
+ * ```ts
+ * import type { DurabilityMode } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const modes: DurabilityMode[] = ["strict", "best-effort"]; // the default first
+ * assert.ok(modes.includes("best-effort"));
+ * ```
+ */
+export type DurabilityMode = "strict" | "best-effort";
+
+/** Check a `durability` option of `who`. */
+export function checkDurabilityOptions(
+  who: string,
+  mode: unknown,
+  settings: unknown,
+): void {
+  if (mode !== undefined && mode !== "strict" && mode !== "best-effort") {
+    throw new TypeError(
+      `${who} option durability must be "strict" or "best-effort", got ${
+        typeof mode === "string" ? JSON.stringify(mode.slice(0, 40)) : typeof mode
+      }`,
+    );
+  }
+  if (settings === undefined) return;
+  if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
+    throw new TypeError(`${who} option serverSettings must be an object of strings`);
+  }
+  for (const [k, v] of Object.entries(settings)) {
+    if (typeof v !== "string") {
+      throw new TypeError(`${who} option serverSettings.${k} must be a string`);
+    }
+  }
+}
+
+/**
+ * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
+ * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
+ */
+export function durabilityRefusal(
+  d: StoreDurability,
+  mode: DurabilityMode,
+  key: string,
+  field: string,
+): KvIdError | undefined {
+  if (d.problems.length === 0) return undefined;
+  if (d.lossWithoutCrash === true) {
+    return new KvIdError(
+      "config",
+      `the store loses counters in ordinary operation, refused whatever durability says: ${
+        d.problems.join("; ")
+      }`,
+      { key, field },
+    );
+  }
+  if (mode === "best-effort") return undefined;
+  return new KvIdError(
+    "config",
+    `the store can lose reservations, so IDs could be issued twice: ${
+      d.problems.join("; ")
+    }. Fix the server, or accept the loss with durability: "best-effort"`,
+    { key, field },
+  );
+}
+
+// One round trip (with the CONFIG GETs sent at the same time), routed by the counter's key on
+// a cluster: the server's identity, its persistence and memory settings, and the hash's TTL.
+const PROBE_SCRIPT = new LuaScript(`return {redis.call('INFO', 'server'),
+  redis.call('INFO', 'persistence'), redis.call('INFO', 'memory'), redis.call('PTTL', KEYS[1])}`);
+
+/** `key:value` lines of an `INFO` reply. */
+function parseInfo(text: string): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const line of text.split(/\r?\n/)) {
+    const at = line.indexOf(":");
+    if (at > 0 && !line.startsWith("#")) map.set(line.slice(0, at), line.slice(at + 1).trim());
+  }
+  return map;
+}
+
+function asText(value: unknown): string {
+  return value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value);
+}
+
+/** The value of `name` in a `CONFIG GET name` reply (array or map), or undefined. */
+function configValue(reply: unknown, name: string): string | undefined {
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) {
+      if (asText(reply[i]).toLowerCase() === name) return asText(reply[i + 1]);
+    }
+    return undefined;
+  }
+  if (reply instanceof Map) {
+    const v = reply.get(name);
+    return v === undefined ? undefined : asText(v);
+  }
+  if (reply !== null && typeof reply === "object") {
+    const v = (reply as Record<string, unknown>)[name];
+    return v === undefined ? undefined : asText(v);
+  }
+  return undefined;
+}
+
+/** `CONFIG GET name`, or "unknown" when the server (or the client) will not tell. */
+async function config(client: RedisClient, name: string): Promise<string> {
+  if (client.sendCommand === undefined) return "unknown";
+  try {
+    return configValue(await client.sendCommand("CONFIG", ["GET", name]), name) ?? "unknown";
+  } catch (err) {
+    // A managed server refusing CONFIG (renamed away, NOPERM) says nothing; a lost connection
+    // or a transient state fails the probe.
+    unknownOrThrow(err, "");
+    return "unknown";
+  }
+}
+
+/**
+ * A reply error of the probe: a transient server state (`LOADING`, `BUSY`, `MASTERDOWN`,
+ * `CLUSTERDOWN`, ...) is thrown (the reservation is retried); any other leaves the settings it
+ * stood for unknown.
+ */
+function unknownOrThrow(err: unknown, key: string): string {
+  if (!isReplyError(err)) throw err; // a lost connection: the probe fails, transient
+  const error = toKvIdError(err, key, "");
+  if (error.code === "unavailable") throw err;
+  return error.message;
+}
+
+/** Scripts refused: by the server (no scripting) or by the user's ACL (`NOPERM` for EVAL). */
+function scriptsRefused(err: unknown): boolean {
+  return isNoScripting(err) || /NOPERM.*'(eval|evalsha)'/i.test(errorMessage(err));
+}
+
+/** The `INFO` sections and the hash's TTL, by script or, without scripting, by plain commands. */
+async function info(
+  client: RedisClient,
+  key: string,
+): Promise<{ info: Map<string, string>; ttl: number | undefined; error?: string }> {
+  const unknown = (error: string) => ({ info: new Map<string, string>(), ttl: undefined, error });
+  try {
+    const reply = await PROBE_SCRIPT.run(client, [key], []);
+    if (!Array.isArray(reply) || reply.length !== 4) return unknown("unexpected probe reply");
+    const text = reply.slice(0, 3).map(asText).join("\n");
+    return { info: parseInfo(text), ttl: Number(asText(reply[3])) };
+  } catch (err) {
+    const why = unknownOrThrow(err, key);
+    if (!scriptsRefused(err) || client.sendCommand === undefined) return unknown(why);
+  }
+  const send = client.sendCommand;
+  try {
+    const [text, ttl] = await Promise.all([send("INFO", []), send("PTTL", [key])]);
+    return { info: parseInfo(asText(text)), ttl: Number(asText(ttl)) };
+  } catch (err) {
+    return unknown(unknownOrThrow(err, key));
+  }
+}
+
+const DEFAULT_APPENDFSYNC = "everysec";
+
+/**
+ * Read the durability of the Redis, Valkey or Kvrocks server behind `client` for hash `key`:
+ * `INFO server`, `persistence` and `memory` and the hash's `PTTL` (one script), with
+ * `CONFIG GET appendfsync`, `save` and `rocksdb.write_options.sync` sent at the same time
+ * (one round trip in all). A setting the server will not tell is `"unknown"` unless
+ * `options.stated` states it. A lost connection rejects.
+ */
+export async function probeRedis(
+  client: RedisClient,
+  key: string,
+  options: DurabilityOptions,
+): Promise<StoreDurability> {
+  const [read, appendfsync, save, sync] = await Promise.all([
+    info(client, key),
+    config(client, "appendfsync"),
+    config(client, "save"),
+    config(client, "rocksdb.write_options.sync"),
+  ]);
+  const i = read.info;
+  const stated = options.stated ?? {};
+  const settings: Record<string, string> = {};
+  const statedNames: string[] = [];
+  const setting = (name: string, value: string | undefined): string => {
+    let v = value ?? "unknown";
+    if (v === "unknown" && stated[name] !== undefined) {
+      v = stated[name];
+      statedNames.push(name);
+    }
+    settings[name] = v;
+    return v;
+  };
+  const problems: string[] = [];
+  let lossWithoutCrash = false;
+  const kvrocks = i.get("kvrocks_version");
+  const valkey = i.get("valkey_version");
+  settings.server = kvrocks !== undefined
+    ? `kvrocks ${kvrocks}`
+    : valkey !== undefined
+    ? `valkey ${valkey}`
+    : i.get("redis_version") !== undefined
+    ? `redis ${i.get("redis_version")}`
+    : "unknown";
+  if (kvrocks !== undefined) {
+    // Kvrocks writes each command to RocksDB's WAL before it replies: a crash of the process
+    // loses nothing; `sync yes` also fsyncs it (a machine crash or power cut loses nothing).
+    setting("rocksdb.write_options.sync", sync);
+  } else {
+    const aof = i.get("aof_enabled");
+    const appendonly = setting("appendonly", aof === "1" ? "yes" : aof === "0" ? "no" : undefined);
+    setting("appendfsync", appendfsync);
+    setting("save", save === "" ? "off" : save);
+    const policy = setting("maxmemory_policy", i.get("maxmemory_policy"));
+    setting("maxmemory", i.get("maxmemory"));
+    if (policy.startsWith("allkeys-")) {
+      lossWithoutCrash = true;
+      problems.push(
+        `maxmemory-policy is ${policy}: under memory pressure the server evicts the hash "${key}" (written once per segment, so the coldest key) and every counter in it restarts at 1; set maxmemory-policy noeviction, or give the IDs a server that is not a cache`,
+      );
+    }
+    if (appendonly === "no" && (options.replicas ?? 0) === 0) {
+      const snapshots = settings.save === "off" || settings.save === "unknown"
+        ? settings.save === "off" ? "no snapshots either" : "snapshots unknown"
+        : `snapshots only, save "${settings.save}"`;
+      problems.push(
+        `AOF is off (appendonly no, ${snapshots}): a crash or restart of the server takes the counters back to the last snapshot (or to nothing) and fresh generators re-issue the IDs handed out since; set appendonly yes (appendfsync always, or everysec), or confirm each reservation on replicas (replicas: N)`,
+      );
+    } else if (appendonly === "unknown" && (options.replicas ?? 0) === 0) {
+      problems.push(
+        `the server will not say whether it keeps an AOF (${
+          read.error ?? "INFO persistence has no aof_enabled"
+        }); if it does, state it: serverSettings: { appendonly: "yes" }`,
+      );
+    }
+    if (appendonly === "yes" && settings.appendfsync === "unknown") {
+      // CONFIG is often forbidden on managed servers: Redis' default is assumed, and said.
+      settings.appendfsync = `${DEFAULT_APPENDFSYNC} (assumed: CONFIG GET refused)`;
+    }
+  }
+  const ttl = read.ttl;
+  settings.ttl_ms = ttl === undefined || Number.isNaN(ttl)
+    ? "unknown"
+    : ttl > 0
+    ? String(ttl)
+    : "none";
+  if (statedNames.length > 0) settings.stated = statedNames.join(",");
+  return { durable: problems.length === 0, settings, problems, lossWithoutCrash };
+}
+
+/**
+ * The durability of several independent servers as one: durable when every one is, their
+ * settings and problems each named by the server's index.
+ */
+export function mergeDurability(
+  members: readonly (StoreDurability | undefined)[],
+): StoreDurability {
+  const settings: Record<string, string> = {};
+  const problems: string[] = [];
+  let lossWithoutCrash = false;
+  members.forEach((d, i) => {
+    if (d === undefined) {
+      settings[`${i}.probe`] = "not yet (unreachable; probed at its next use)";
+      return;
+    }
+    for (const [k, v] of Object.entries(d.settings)) settings[`${i}.${k}`] = v;
+    for (const p of d.problems) problems.push(`server ${i}: ${p}`);
+    lossWithoutCrash ||= d.lossWithoutCrash === true;
+  });
+  return { durable: problems.length === 0, settings, problems, lossWithoutCrash };
+}

@@ -1,0 +1,44 @@
+/**
+ * A Lua script run by its SHA-1 ({@linkcode LuaScript}), and how a server without scripting
+ * says so ({@linkcode isNoScripting}).
+ *
+ * @module
+ */
+
+import type { RedisClient } from "./redis_store.ts";
+import { errorMessage } from "./store_errors.ts";
+
+/**
+ * A Lua script run with `EVALSHA`, sent whole with `EVAL` when the server answers `NOSCRIPT`
+ * (first use, or after a restart or `SCRIPT FLUSH`).
+ */
+export class LuaScript {
+  /** The script's source. */
+  readonly source: string;
+  #sha: Promise<string> | undefined;
+
+  /** @param source The script's source. */
+  constructor(source: string) {
+    this.source = source;
+  }
+
+  /** Run the script on `client` with `keys` (every key it touches) and `args`. */
+  async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
+    this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(
+      (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
+    );
+    try {
+      return await client.evalsha(await this.#sha, keys, args);
+    } catch (err) {
+      // The reply's code, not any word: Valkey's NOPERM names the user ("User noscript has no
+      // permissions to run the 'evalsha' command"), which must not make it send EVAL.
+      if (!/(^|: )NOSCRIPT\b/.test(errorMessage(err).replace(/^-/, ""))) throw err;
+      return await client.eval(this.source, keys, args);
+    }
+  }
+}
+
+/** True when the server refused to run a script because it has no scripting. */
+export function isNoScripting(err: unknown): boolean {
+  return /unknown command|not supported|scripting/i.test(errorMessage(err));
+}
