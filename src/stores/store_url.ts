@@ -174,6 +174,13 @@ export function storeFromUrl(
       }
       return await s.deleteDaysBefore(key, before);
     },
+    durability: async (key, durabilityOptions) => {
+      const s = (await open()).store;
+      // A store without a probe is trusted, as it would be on its own.
+      return s.durability === undefined
+        ? { durable: true, settings: {}, problems: [] }
+        : await s.durability(key, durabilityOptions);
+    },
   };
   return {
     store,
