@@ -4,6 +4,7 @@
  *
  * - a bare `Deno.serve` hello-world (the ceiling of an HTTP service on this machine),
  * - the service, `POST /v1/ids/{name}` with `count=1` and with `count=100` (Redis, token auth),
+ * - the service behind its own listener (`deno task serve`, `@kvid/core/serve`), `count=1`,
  * - an INCR-per-request service (one Redis round trip per ID, what one writes by hand).
  *
  * Each server runs in its own process; the load generator runs in this one, on the same
@@ -20,7 +21,7 @@
 import autocannon from "autocannon";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { createHandler } from "../src/server.ts";
-import { startServeProcess } from "../tests/service.ts";
+import { startServeProcess, startServiceProcess } from "../tests/service.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
 const CONNECTIONS = 50;
@@ -119,6 +120,13 @@ Deno.bench({
       KVID_TOKENS: `${TOKEN}:*`,
       KVID_AUTH: "",
     });
+    // The same service behind its own listener (`deno task serve`), which has the connection
+    // limits `Deno.serve` lacks.
+    await using own = await startServiceProcess({
+      KVID_REDIS_URL: server.url,
+      KVID_TOKENS: `${TOKEN}:*`,
+      KVID_AUTH: "",
+    });
     try {
       const auth = { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } };
       const name = `bench-${Date.now().toString(36)}`;
@@ -126,6 +134,7 @@ Deno.bench({
         ["bare Deno.serve hello-world", hello.url, undefined],
         ["ID service count=1", `${service.url}/v1/ids/${name}`, auth],
         ["ID service count=100", `${service.url}/v1/ids/${name}?count=100`, auth],
+        ["ID service count=1, own listener", `${own.url}/v1/ids/${name}`, auth],
         ["INCR per request", incr.url, undefined],
       ];
       // Warm-up (JIT, connections, the generator's step), then rounds that interleave the

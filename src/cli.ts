@@ -72,7 +72,8 @@ import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
 import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
 import { storeFromUrl, storeKind } from "./stores/store_url.ts";
-import { LUA_BELOW, LuaScript, type RedisClient, RedisStore } from "./redis_store.ts";
+import { LUA_BELOW, type RedisClient, RedisStore } from "./redis_store.ts";
+import { LuaScript } from "./lua_script.ts";
 
 export { EXIT };
 

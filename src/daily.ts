@@ -643,9 +643,15 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     const day = keepFrom(today, keepDays).text;
     const store = this.#store;
     if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
-      // A store without a server clock to compare with (Deno KV): by this clock's day.
+      // By the earlier of this clock's day and the server's (a SQL store's now()); a store
+      // without a server clock (Deno KV): by this clock's day.
       try {
-        return { before: day, deleted: await store.deleteDaysBefore(this.key, day) };
+        let before = day;
+        if (typeof store.now === "function") {
+          const serverDay = this.#zone.dayAt(await store.now());
+          before = keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays).text;
+        }
+        return { before, deleted: await store.deleteDaysBefore(this.key, before) };
       } catch (err) {
         throw toKvIdError(err, this.key, `<${day}`);
       }

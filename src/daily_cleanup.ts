@@ -7,7 +7,8 @@
 
 import { addDays, type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "./calendar.ts";
 import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
-import { isNoScripting, LuaScript, type RedisClient } from "./redis_store.ts";
+import type { RedisClient } from "./redis_store.ts";
+import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { checkInteger, describe } from "./validate.ts";
 

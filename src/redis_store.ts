@@ -25,8 +25,6 @@ import {
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { probeRedis } from "./durability.ts";
 
-export { isNoScripting, LuaScript };
-
 /**
  * The structural Redis client @kvid/core needs. Method shapes are those of `jsr:@db/redis`, so
  * its client is passed as is; {@linkcode fromNodeRedis} and {@linkcode fromIoredis} make the npm

@@ -1,18 +1,27 @@
 /**
  * The ID service: IDs over HTTP for any language, on the same engine as `KvId` and `DailyId`.
  *
- * Run it with `deno serve` (configured from the environment, see {@linkcode optionsFromEnv}):
+ * Run it as a program (configured from the environment, see {@linkcode optionsFromEnv}; host,
+ * port and connection limits from flags or `KVID_HOST`/`KVID_PORT`, see `@kvid/core/serve`):
  *
  * ```sh
- * KVID_TOKENS="$(openssl rand -hex 24):*" deno serve -A --unstable-kv jsr:@kvid/core/server
+ * export TOKEN="$(openssl rand -hex 24)"   # the clients' token: keep it
+ * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 \
+ *   deno run -A --unstable-kv jsr:@kvid/core/serve --host 127.0.0.1 --port 8000 &
+ * sleep 2   # until it says "listening on http://127.0.0.1:8000/"
  * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
  * ```
  *
- * or embed it in an app with {@linkcode createHandler}.
+ * (`deno task serve --host 127.0.0.1 --port 8000` in this repository), or embed it in an app
+ * with {@linkcode createHandler}. `deno serve -A --unstable-kv jsr:@kvid/core/server` serves the
+ * same handler through `Deno.serve`, which has no header or idle timeout and exits when file
+ * descriptors run out (see `@kvid/core/serve`): fine behind a proxy that has them (and on Deno
+ * Deploy), not facing the network.
  *
- * (Over 500 lines with the documentation below; the code is one handler, a closure over one
+ * (Over 900 lines with the documentation below; the code is one handler, a closure over one
  * service's state. Configuration from the environment, request reading, responses, auth,
- * metrics and the status page are apart, in `src/server/`.)
+ * metrics, the segment endpoints, the OpenAPI document, the status page and the listener of
+ * `@kvid/core/serve` are apart, in `src/server/`.)
  *
  * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
  * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
@@ -24,13 +33,14 @@
  * `deno serve`, with token auth, Prometheus metrics and a live status page.
  *
  * ```sh
+ * export TOKEN="$(openssl rand -hex 24)"
  * # Deno KV (a local file, no Redis needed):
- * KVID_TOKENS="$(openssl rand -hex 24):*" KVID_KV_PATH=./ids.sqlite3 \
- *   deno serve -A --unstable-kv jsr:@kvid/core/server
- * # Redis or Kvrocks:
- * KVID_TOKENS="$ORDERS_TOKEN:order|invoice,$ADMIN_TOKEN:*" KVID_REDIS_URL=redis://127.0.0.1:6379 \
- *   deno serve -A --unstable-kv --port 8000 jsr:@kvid/core/server
- * deno task serve                    # in this repository (same environment variables)
+ * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 deno run -A --unstable-kv jsr:@kvid/core/serve
+ * # Redis or Kvrocks, two tokens:
+ * export ORDERS_TOKEN="$(openssl rand -hex 24)"
+ * KVID_TOKENS="$ORDERS_TOKEN:order|invoice,$TOKEN:*" KVID_REDIS_URL=redis://127.0.0.1:6379 \
+ *   deno run -A --unstable-kv jsr:@kvid/core/serve --port 8000
+ * deno task serve --port 8000        # in this repository (same flags and variables)
  * ```
  *
  * | variable              | meaning                                                                                                    |
@@ -43,6 +53,9 @@
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
  * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
+ * | `KVID_NAMES`          | per-name generator options as JSON: `{"order": {"minStep": 1000}, "ticket": {"digits": 8}, "*": {"maxStep": 100000}}` (`minStep`, `maxStep`, `initialStep`, `segmentDuration`; `digits`, `timeZone` for `/v1/daily`); checked at start |
+ * | `KVID_BASE_PATH`      | a prefix to serve under, e.g. `/ids` (every path below it; 404 outside); default none                     |
+ * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
  *
  * | endpoint                                   | answer                                                                                       |
  * | ------------------------------------------ | -------------------------------------------------------------------------------------------- |
@@ -50,19 +63,25 @@
  * | the same with `Accept: application/json`   | `{"name": "order", "ids": ["1", "2"]}`: IDs as strings, exact to 2^63-1                      |
  * | `POST` (or `GET`) `/v1/daily/{name}`       | `DailyId` serials, `yyyymmdd` + 6-digit seq (`20261201000001`), same formats                 |
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
- * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 with the reason (no token) |
- * | `GET /metrics`                             | Prometheus text, a token of any scope                                                        |
+ * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 saying whether the store does not answer, refuses the configuration, or can lose reservations (no token) |
+ * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
+ * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000); 64 at once at most (503 `unavailable` past it) |
+ * | `POST /v1/segments/{name}/release`         | `{"first", "last"}`: give back the unused tail if nobody reserved since: `{"released": true}` |
+ * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`)                        |
+ * | `GET /openapi.json`                        | the OpenAPI 3.1 document of all of these (no token)                                          |
  * | `GET /`                                    | the status page (below)                                                                      |
  *
  * Errors are `{"error": {"code", "message"}}` with a status: 400 `bad_name` (the rules of `KvId`:
  * non-empty, well-formed Unicode, at most 4,096 UTF-8 bytes, one path segment, percent-encoded UTF-8,
  * not `.` or `..`; Deno KV keys stop at 2 KiB) or `bad_count`; 401 `unauthorized` with
  * `WWW-Authenticate: Bearer`; 403 `forbidden` (a name outside the token's names); 404; 405 with
- * `Allow`; 429 `too_many_generators` (a generator unused for a minute is closed to make room first;
- * its unused IDs are skipped) or `request_too_large` (a URL over 16 KiB, a body over 64 KiB; ID
- * requests never read their body); 503 `unavailable` with `Retry-After` when no ID is buffered and the
- * store fails or hangs for the timeout (and `shutting_down` while stopping); 500 `internal` otherwise,
- * logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
+ * `Allow`; 414 `request_too_large` (a URL over 16 KiB) and 413 (a body over 64 KiB; ID requests
+ * never read their body); 429 `too_many_generators` (a generator unused for a minute is closed to
+ * make room first; its unused IDs are skipped); 503 `unavailable` with `Retry-After` when no ID is
+ * buffered and the store fails or hangs for the timeout (and `shutting_down` while stopping); 500
+ * `store_config` when the store refuses the service's configuration (a wrong password, a user
+ * without the permissions, a command renamed away: waiting does not fix it); 500 `internal`
+ * otherwise, logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
  * SIGTERM (or SIGINT) the service turns new requests away with 503, answers those in flight, closes
  * its generators and its client, and exits 0.
  *
@@ -96,17 +115,28 @@
  * // on shutdown: await server.shutdown(); await ids.close(); client.destroy();
  * ```
  *
+ * Under a prefix of an existing app (Hono, Oak, a plain `Deno.serve`), give `basePath`: with
+ * `createHandler({ ..., basePath: "/ids" })` and `app.all("/ids/*", (c) => ids.fetch(c.req.raw))`
+ * the IDs are at `/ids/v1/ids/{name}`, the status page at `/ids/` (its cookie scoped to `/ids`).
+ *
  * **Deno Deploy**: an entry file `main.ts` with `export { default } from "jsr:@kvid/core/server";`,
  * `KVID_TOKENS` set in the project's environment variables, and no `KVID_REDIS_URL`: the IDs come from
  * the project's KV (set `KVID_REDIS_URL` to a `rediss://` URL to use Redis instead). Each isolate
  * reserves its own segments, so IDs stay unique and trend upwards, not strictly increasing across
  * isolates. (Not tried on Deploy from this repository's CI.)
  *
- * **Metrics** (`kind` and `name` labels per generator): `kvid_ids_issued_total`,
- * `kvid_reservations_total`, `kvid_reservation_failures_total`, `kvid_stalls_total`,
- * `kvid_rollbacks_total`, `kvid_step`, `kvid_remaining`, the histogram
- * `kvid_reservation_duration_seconds`; and `kvid_generators`, `kvid_http_requests_in_flight`,
- * `kvid_http_responses_total{code}`.
+ * **Metrics** (`kind` and `name` labels per generator, only the names the token may see):
+ * `kvid_ids_issued_total`, `kvid_reservations_total`, `kvid_reservation_failures_total` (failed,
+ * or unanswered within the timeout), `kvid_request_failures_total` (requests answered 5xx for want
+ * of the store: alert on this one), `kvid_stalls_total`, `kvid_rollbacks_total`, `kvid_step`,
+ * `kvid_remaining`, the histogram `kvid_reservation_duration_seconds`; and `kvid_store_up`,
+ * `kvid_store_config_error`, `kvid_generators`, `kvid_http_requests_in_flight`,
+ * `kvid_http_responses_total{code}`, `kvid_build_info{version,runtime,runtime_version}`,
+ * `process_start_time_seconds`, `process_cpu_seconds_total`, `process_resident_memory_bytes`,
+ * `process_heap_bytes`, `process_open_fds`, `process_max_fds` (where the runtime offers them);
+ * behind `@kvid/core/serve` also `kvid_http_connections`, `kvid_http_connections_max`,
+ * `kvid_http_connections_accepted_total`, `kvid_http_connections_closed_total{reason}` and
+ * `kvid_http_accept_errors_total`.
  *
  * **Status page**: `/` asks for a token in a form (a POST, so it never sits in a URL or a log) and
  * then keeps only a random session id in an `HttpOnly; SameSite=Strict` cookie (`Secure` over https,
@@ -136,7 +166,10 @@
  * name, the ID and the headers; 7.4 µs for `count=100`. `INCR` per request sends every request to
  * Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at all here) and is
  * bounded by the Redis server and a round trip per request; the service sends one command per segment.
- * For scale, Leaf publishes about 50,000 QPS on a 4-core machine.
+ * For scale, Leaf publishes about 50,000 QPS on a 4-core machine. These figures are of
+ * `deno serve` (`Deno.serve`); behind its own listener (`deno task serve`, which survives the
+ * attacks `Deno.serve` does not) `count=1` measured 0.43x of `Deno.serve` in a later run of the
+ * same bench at load 11 (5,362 against 12,425 req/s; see `@kvid/core/serve`).
  *
  * @module
  */
@@ -147,17 +180,41 @@ import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./
 import { durabilityRefusal } from "./durability.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
 import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
-import { type Entry, Generators, type Kind } from "./server/generators.ts";
+import {
+  type Entry,
+  Generators,
+  type Kind,
+  NAME_OPTION_KEYS,
+  type NameOptions,
+} from "./server/generators.ts";
+import { DailyId } from "./daily.ts";
+import { KvId } from "./kvid.ts";
 import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
+import { processMetrics } from "./server/process_metrics.ts";
+import { toKvIdError } from "./store_errors.ts";
 import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
 import { errorResponse, text } from "./server/respond.ts";
 import { readLimited, sameOrigin } from "./server/request.ts";
 import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
 import type { ServiceOptions } from "./server/options.ts";
+import { checkName } from "./validate.ts";
+import { SegmentRoutes } from "./server/segments.ts";
+import { allowOf, openApiDocument } from "./server/openapi.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
-export { type EnvConfig, optionsFromEnv, type ServiceOptions };
+export { type EnvConfig, type NameOptions, optionsFromEnv, type ServiceOptions };
+// The answers as types, the same as from "@kvid/core/client" (which a client imports alone).
+export type {
+  IdsResponse,
+  ReleaseResponse,
+  SegmentRange,
+  SegmentRequest,
+  SegmentResponse,
+  ServiceError,
+  ServiceErrorCode,
+  StepBody,
+} from "./client/types.ts";
 
 /**
  * The service made by {@linkcode createHandler}: a `fetch` handler and a graceful `close`.
@@ -196,6 +253,14 @@ const READY_TIMEOUT_MS = 1_000;
 const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
+
+/**
+ * What the readiness probe found: the store answers, does not, or refuses the configuration (its
+ * credentials or permissions, or under `"strict"` a store that can lose reservations), and why.
+ */
+type Readiness = { state: "up" } | { state: "down" } | { state: "config"; why: string };
+const CONFIG_REFUSED =
+  "the store refuses this service's configuration (credentials, permissions or a command it needs): fix it, see the service log";
 const RETRY: ReadonlySet<string> = new Set([
   "timeout",
   "connection",
@@ -275,14 +340,19 @@ export function createHandler(options: ServiceOptions): IdService {
   if (durability !== "strict" && durability !== "best-effort") {
     throw new TypeError(`createHandler(): option durability must be "strict" or "best-effort"`);
   }
+  const timeout = positive("timeout", options.timeout, 5_000);
+  const maxSegment = positive("maxSegment", options.maxSegment, 1_000_000);
+  const names = checkNames(options.names, store);
   const generators = new Generators({
     durability,
     store,
     max: positive("maxGenerators", options.maxGenerators, 1_000),
     idleMs: positive("idleMs", options.idleMs, 60_000),
-    timeout: positive("timeout", options.timeout, 5_000),
+    timeout,
     timeZone,
+    names,
   });
+  const segmentRoutes = new SegmentRoutes({ store, timeout, maxSegment, log });
   const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
   const redis = options.redis;
   const readyProbe = options.ready ??
@@ -294,21 +364,34 @@ export function createHandler(options: ServiceOptions): IdService {
       }
       : () => {
         for (const e of generators.entries()) {
-          if (e.snapshot(Date.now()).lastError !== null) throw new Error("the store fails");
+          const last = e.snapshot(Date.now()).lastError;
+          if (last !== null) {
+            const code = last.startsWith("config:") ? "config" : "connection";
+            throw new KvIdError(code, "the store fails", { key: "kvid", field: e.name });
+          }
         }
         return Promise.resolve();
       });
-  const sessions = new Sessions();
+  const basePath = options.basePath ?? "";
+  if (typeof basePath !== "string" || !/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$/.test(basePath)) {
+    throw new TypeError(
+      `kvid service: basePath must be "" or a path like "/ids" (no trailing slash), got ${
+        JSON.stringify(basePath)
+      }`,
+    );
+  }
+  const sessions = new Sessions(basePath || "/");
+  let openApiText: string | undefined;
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
-  // Why the service cannot serve, or undefined when it can: the store does not answer, or
-  // (under "strict") it says it can lose reservations.
-  const notReady = async (): Promise<string | undefined> => {
+  // Whether the service can serve: the store answers and, under "strict", says it cannot lose
+  // reservations.
+  const ready = async (): Promise<Readiness> => {
     let cancel: (() => void) | undefined;
     try {
-      return await Promise.race([
+      const refusal = await Promise.race([
         (async () => {
           await readyProbe();
           if (store.durability === undefined) return undefined;
@@ -318,16 +401,18 @@ export function createHandler(options: ServiceOptions): IdService {
             replicas: 0,
             stated: {},
           });
-          const refusal = durabilityRefusal(d, durability, "kvid", "");
-          return refusal === undefined ? undefined : refusal.message;
+          return durabilityRefusal(d, durability, "kvid", "")?.message;
         })(),
         // A loop blocked by the application is not a store that does not answer.
         new Promise<never>((_, reject) => {
           cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
         }),
       ]);
-    } catch {
-      return "the store does not answer";
+      return refusal === undefined ? { state: "up" } : { state: "config", why: refusal };
+    } catch (err) {
+      // The probe's own words (a reply error of the client) or the generators' last error.
+      const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
+      return kvid.code === "config" ? { state: "config", why: CONFIG_REFUSED } : { state: "down" };
     } finally {
       cancel?.();
     }
@@ -348,21 +433,9 @@ export function createHandler(options: ServiceOptions): IdService {
     }
     const scope = scopeOf(req);
     if (scope === undefined) return unauthorized();
-    let name: string;
-    try {
-      if (rest.includes("/")) throw new URIError("a slash");
-      name = decodeURIComponent(rest);
-    } catch {
-      return errorResponse(
-        400,
-        "bad_name",
-        "the name is not valid percent-encoded UTF-8 in one path segment",
-      );
-    }
-    if (name === "." || name === "..") {
-      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
-      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
-    }
+    // The engine checks the rest of the name's rules when it makes the generator.
+    const name = decodeName(rest);
+    if (typeof name !== "string") return name;
     if (!inScope(scope, name)) {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
@@ -417,16 +490,82 @@ export function createHandler(options: ServiceOptions): IdService {
     return res;
   }
 
+  /** The name sent as one path segment, decoded, or a 400 answer. */
+  function decodeName(rest: string): string | Response {
+    let name: string;
+    try {
+      if (rest.includes("/")) throw new URIError("a slash");
+      name = decodeURIComponent(rest);
+    } catch {
+      return errorResponse(
+        400,
+        "bad_name",
+        "the name is not valid percent-encoded UTF-8 in one path segment",
+      );
+    }
+    if (name === "." || name === "..") {
+      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
+      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
+    }
+    return name;
+  }
+
+  /** The name of a path segment checked by `KvId`'s rules, or a 400 answer. */
+  function nameOf(rest: string): string | Response {
+    const name = decodeName(rest);
+    if (typeof name !== "string") return name;
+    try {
+      checkName("the", "name", name);
+    } catch (err) {
+      return errorResponse(400, "bad_name", `bad name: ${(err as Error).message.slice(4)}`);
+    }
+    return name;
+  }
+
+  /**
+   * `/v1/segments/{name}[/release|/step]`: the store's own operations for a `KvId` in another
+   * process (`HttpStore`), on the counter `name` of the service's hash, within the token's scope.
+   */
+  async function segments(req: Request, rest: string): Promise<Response> {
+    const slash = rest.indexOf("/");
+    const op = slash < 0 ? "" : rest.slice(slash + 1);
+    if (op !== "" && op !== "release" && op !== "step") {
+      return errorResponse(404, "not_found", "no such endpoint");
+    }
+    const allow = op === "step" ? "GET, PUT" : "POST";
+    if (!allow.split(", ").includes(req.method)) {
+      return errorResponse(405, "method_not_allowed", `use ${allow}`, { allow });
+    }
+    const scope = scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    const name = nameOf(slash < 0 ? rest : rest.slice(0, slash));
+    if (typeof name !== "string") return name;
+    if (!inScope(scope, name)) {
+      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
+    }
+    return await segmentRoutes.answer(req, name, op);
+  }
+
   function failure(err: unknown, entry: Entry): Response {
+    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
+      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
+      generators.drop(entry);
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
+    entry.failedRequests++;
     if (err instanceof KvIdError && RETRY.has(err.code)) {
       return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
         "retry-after": "1",
       });
     }
-    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
-      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
-      generators.drop(entry);
-      return errorResponse(400, "bad_name", "the name is too long for this store");
+    if (err instanceof KvIdError && err.code === "config") {
+      logFailure(err, entry);
+      return errorResponse(
+        500,
+        "store_config",
+        "the ID store refuses this service's configuration (credentials, permissions or a " +
+          "command it needs): the operator must fix it; see the service log",
+      );
     }
     if (err instanceof KvIdError && err.code === "overflow" && entry.kind === "daily") {
       const ends = (entry.gen as unknown as { stats(): { dayEndsAt?: number } }).stats()
@@ -436,12 +575,16 @@ export function createHandler(options: ServiceOptions): IdService {
         "retry-after": String(wait),
       });
     }
+    logFailure(err, entry);
+    return errorResponse(500, "internal", "the ID could not be made; see the service log");
+  }
+
+  function logFailure(err: unknown, entry: Entry): void {
     log(
       `kvid service: ${entry.kind} ${JSON.stringify(entry.name.slice(0, 100))} failed: ${
         err instanceof Error ? `${err.name}: ${err.message}` : String(err)
       }`,
     );
-    return errorResponse(500, "internal", "the ID could not be made; see the service log");
   }
 
   async function page(req: Request, path: string): Promise<Response> {
@@ -466,44 +609,67 @@ export function createHandler(options: ServiceOptions): IdService {
         return errorResponse(403, "forbidden", "the form was posted from another site");
       }
       if (path === "/logout") {
-        return html(303, "", { location: "/", "set-cookie": sessions.close(req, secure(req)) });
+        return html(303, "", {
+          location: `${basePath}/`,
+          "set-cookie": sessions.close(req, secure(req)),
+        });
       }
       const form = await readLimited(req, MAX_FORM_BYTES);
       if (form === undefined) {
-        return errorResponse(429, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
+        return errorResponse(413, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
       }
       const token = new URLSearchParams(form).get("token") ?? "";
       const scope = auth === undefined ? "*" : auth.check(token);
-      if (scope === undefined) return html(401, loginPage(true));
-      return html(303, "", { location: "/", "set-cookie": sessions.open(scope, secure(req)) });
+      if (scope === undefined) return html(401, loginPage(true, basePath));
+      return html(303, "", {
+        location: `${basePath}/`,
+        "set-cookie": sessions.open(scope, secure(req)),
+      });
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
       return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
     }
     const scope = auth === undefined ? "*" : sessions.fromRequest(req);
-    if (scope === undefined) return html(200, loginPage(false));
+    if (scope === undefined) return html(200, loginPage(false, basePath));
     const now = Date.now();
-    const all = [...generators.entries()];
-    const rows = all.filter((e) => inScope(scope, e.name)).map((e) => e.snapshot(now))
+    const visible = visibleEntries(scope);
+    const rows = visible.map((e) => e.snapshot(now))
       .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.kind < b.kind ? -1 : 1);
     return html(
       200,
-      statusPage(rows, generators.rates.series(now), {
+      statusPage(rows, chartSeries(scope, visible, now), {
         store: storeLabel,
-        notReady: await notReady(),
+        ready: await ready(),
         nowMs: now,
-        hidden: all.length - rows.length,
+        base: basePath,
       }),
     );
   }
 
+  /** The live generators whose names `scope` covers. */
+  function visibleEntries(scope: Scope): Entry[] {
+    const all = [...generators.entries()];
+    return scope === "*" ? all : all.filter((e) => inScope(scope, e.name));
+  }
+
+  /**
+   * IDs/s of the last 5 minutes: all of them for a token of every name (closed generators'
+   * traffic included), else the sum of the generators it may see.
+   */
+  function chartSeries(scope: Scope, visible: Entry[], now: number): number[] {
+    if (scope === "*") return generators.rates.series(now);
+    const sum = generators.rates.series(now).fill(0);
+    for (const e of visible) e.rates.series(now).forEach((n, i) => sum[i] += n);
+    return sum;
+  }
+
   async function route(req: Request): Promise<Response> {
     if (req.url.length > MAX_URL_LENGTH) {
-      return errorResponse(429, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
+      return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
     }
     const length = req.headers.get("content-length");
     if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {
-      return errorResponse(429, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
+      return errorResponse(413, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
     }
     // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
     // ID does, and would resolve dot segments of a name.
@@ -512,7 +678,14 @@ export function createHandler(options: ServiceOptions): IdService {
     let end = raw.indexOf("#", start);
     if (end < 0) end = raw.length;
     const q = raw.indexOf("?", start);
-    const path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    let path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
+    if (basePath !== "") {
+      // Mounted under a prefix: only paths below it are ours, and they are routed without it.
+      if (path !== basePath && !path.startsWith(basePath + "/")) {
+        return errorResponse(404, "not_found", "no such endpoint");
+      }
+      path = path.slice(basePath.length) || "/";
+    }
     const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
     if (path.startsWith("/v1/ids/") && path.length > 8) {
       return await ids(req, query, "ids", path.slice(8));
@@ -520,21 +693,45 @@ export function createHandler(options: ServiceOptions): IdService {
     if (path.startsWith("/v1/daily/") && path.length > 10) {
       return await ids(req, query, "daily", path.slice(10));
     }
+    if (path.startsWith("/v1/segments/") && path.length > 13) {
+      return await segments(req, path.slice(13));
+    }
     if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
       if (req.method !== "GET" && req.method !== "HEAD") {
         return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
       }
       if (path === "/healthz") return text(200, "ok\n");
       if (path === "/readyz") {
-        const why = await notReady();
-        return why === undefined
-          ? text(200, "ready\n")
-          : text(503, `not ready: ${why}\n`, { "retry-after": "1" });
+        const readiness = await ready();
+        if (readiness.state === "up") return text(200, "ready\n");
+        return text(
+          503,
+          `not ready: ${
+            readiness.state === "config" ? readiness.why : "the store does not answer"
+          }\n`,
+          { "retry-after": "1" },
+        );
       }
-      if (scopeOf(req) === undefined) return unauthorized();
-      return text(200, renderMetrics([...generators.entries()], http, Date.now()), {
-        "content-type": "text/plain; version=0.0.4; charset=utf-8",
-      });
+      const scope = scopeOf(req);
+      if (scope === undefined) return unauthorized();
+      const { state } = await ready();
+      const metrics = renderMetrics(visibleEntries(scope), http, {
+        storeUp: state === "up",
+        storeConfigError: state === "config",
+        extra: [
+          ...segmentRoutes.metrics((name) => inScope(scope, name)),
+          ...processMetrics(),
+          ...(options.metrics?.() ?? []),
+        ],
+      }, Date.now());
+      return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    }
+    if (path === "/openapi.json") {
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return errorResponse(405, "method_not_allowed", "use GET", { allow: allowOf(path) });
+      }
+      openApiText ??= JSON.stringify(openApiDocument(basePath), null, 2) + "\n";
+      return text(200, openApiText, { "content-type": JSON_TYPE });
     }
     if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);
     return errorResponse(404, "not_found", "no such endpoint");
@@ -579,6 +776,48 @@ export function createHandler(options: ServiceOptions): IdService {
   return { fetch, close, [Symbol.asyncDispose]: close };
 }
 
+/**
+ * Check the per-name options now, not at a name's first request: unknown keys, and what the
+ * engine refuses (a generator of each kind is made with them on no store, then dropped).
+ */
+function checkNames(
+  names: Record<string, NameOptions> | undefined,
+  store: Store,
+): Record<string, NameOptions> | undefined {
+  if (names === undefined) return undefined;
+  if (names === null || typeof names !== "object" || Array.isArray(names)) {
+    throw new TypeError("kvid service: names must be an object of name: options");
+  }
+  for (const [name, own] of Object.entries(names)) {
+    const where = `kvid service: names[${JSON.stringify(name)}]`;
+    if (own === null || typeof own !== "object" || Array.isArray(own)) {
+      throw new TypeError(`${where} must be an object`);
+    }
+    for (const key of Object.keys(own)) {
+      if (!(NAME_OPTION_KEYS as readonly string[]).includes(key)) {
+        throw new TypeError(
+          `${where}: unknown option ${key} (known: ${NAME_OPTION_KEYS.join(", ")})`,
+        );
+      }
+    }
+    const { digits, timeZone, initialStep, ...steps } = own;
+    try {
+      // Never used, so closing them touches no store.
+      void new KvId(name === "*" ? "x" : name, { store, initialStep, ...steps }).close();
+      void new DailyId(name === "*" ? "x" : name, {
+        store,
+        digits,
+        timeZone,
+        format: "string",
+        ...steps,
+      }).close();
+    } catch (err) {
+      throw new TypeError(`${where}: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+  return names;
+}
+
 let envService: { service: IdService; config: EnvConfig } | undefined;
 function fromEnv() {
   if (envService === undefined) {
@@ -619,8 +858,59 @@ function exitOnSignals(): void {
 }
 
 if (import.meta.main) {
-  fromEnv(); // refuse to start now, not at the first request, when misconfigured
+  try {
+    fromEnv(); // refuse to start now, not at the first request, when misconfigured
+  } catch (err) {
+    // One line, no stack: the mistake and the fix are in the message.
+    console.error(
+      `kvid service: ${
+        (err instanceof Error ? err.message : String(err)).replace(/^kvid service: /, "")
+      }`,
+    );
+    Deno.exit(78);
+  }
+  const host = serveHost();
+  if (host !== undefined && !openOnPurpose(host)) refuseOpen(host); // before it binds
   exitOnSignals();
+}
+
+/**
+ * The address `deno serve` is about to bind, read from this process's command line (Linux'
+ * /proc, where it may be read): `--host`'s value, else its default `0.0.0.0`; undefined when
+ * it cannot be known (then `onListen` checks, once bound).
+ */
+function serveHost(): string | undefined {
+  let args: string[];
+  try {
+    if (Deno.permissions.querySync({ name: "read", path: "/proc/self" }).state !== "granted") {
+      return undefined;
+    }
+    args = Deno.readTextFileSync("/proc/self/cmdline").split("\0");
+  } catch {
+    return undefined;
+  }
+  const serve = args.indexOf("serve");
+  if (serve < 0) return undefined;
+  for (let i = serve + 1; i < args.length; i++) {
+    if (args[i] === "--host") return args[i + 1];
+    if (args[i].startsWith("--host=")) return args[i].slice(7);
+  }
+  return "0.0.0.0";
+}
+
+/** Whether listening on `hostname` is fine: with tokens, on loopback, or opened on purpose. */
+function openOnPurpose(hostname: string): boolean {
+  return fromEnv().config.options.auth !== "none" ||
+    /^(127\.|::1$|\[::1\]$|localhost$)/.test(hostname) ||
+    /^(1|true|yes)$/i.test(Deno.env.get("KVID_OPEN_NETWORK") ?? "");
+}
+
+function refuseOpen(hostname: string): never {
+  console.error(
+    `kvid service: KVID_AUTH=none listens on loopback only, not ${hostname}: pass ` +
+      "--host 127.0.0.1, set tokens (KVID_TOKENS), or KVID_OPEN_NETWORK=1 on purpose",
+  );
+  Deno.exit(78);
 }
 
 /**
@@ -638,6 +928,9 @@ const server: Deno.ServeDefaultExport = {
   fetch: (req) => fromEnv().service.fetch(req),
   onListen: (addr) => {
     const { hostname, port } = addr as Deno.NetAddr;
+    // `deno serve` binds 0.0.0.0 unless told otherwise: where its command line could not be
+    // read before, an open service stops here, before it answers anything.
+    if (!openOnPurpose(hostname)) refuseOpen(hostname);
     console.error(`kvid service: listening on http://${hostname}:${port}/`);
   },
 };

@@ -2,7 +2,7 @@
  * The store contract: what a backend implements ({@linkcode Store}), what one reservation takes
  * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), and
  * where a counter's remembered step lives ({@linkcode stepField}). The engine depends on this
- * file alone; the Redis, interleaved and Deno KV stores implement it.
+ * file alone; the Redis, interleaved, Deno KV, PostgreSQL and MySQL stores implement it.
  *
  * @module
  */
@@ -251,6 +251,12 @@ export interface Store {
    * A store without it is trusted.
    */
   durability?(key: string, options: DurabilityOptions): Promise<StoreDurability>;
+  /**
+   * Optional: the server's clock, in ms since the epoch: the one clock every process sharing
+   * the store sees. A {@linkcode DailyId} cleanup deletes a day only when it is old by both
+   * this clock and the process's (as it does with Redis' `TIME`).
+   */
+  now?(): Promise<number>;
 }
 
 /**

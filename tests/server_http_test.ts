@@ -256,8 +256,8 @@ Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
     assertError(h, 405, "method_not_allowed");
     assert.equal(h.headers.get("allow"), "GET, HEAD");
   });
-  await t.step("429 request_too_large: a huge URL or body", async () => {
-    assertError(await call(s.url, `/v1/ids/${"n".repeat(20_000)}`), 429, "request_too_large");
+  await t.step("414 and 413 request_too_large: a huge URL or body", async () => {
+    assertError(await call(s.url, `/v1/ids/${"n".repeat(20_000)}`), 414, "request_too_large");
     const res = await fetch(`${s.url}/v1/ids/order`, {
       method: "POST",
       headers: { authorization: `Bearer ${ALL}` },
@@ -265,7 +265,7 @@ Deno.test("service: bad names, counts, paths, methods and sizes", async (t) => {
     });
     assertError(
       { status: res.status, headers: res.headers, body: await res.text() },
-      429,
+      413,
       "request_too_large",
     );
   });
@@ -338,7 +338,7 @@ Deno.test("service: tokens (401, 403), never echoed or logged; no start without 
       const big = await login(endless);
       assertError(
         { status: big.status, headers: big.headers, body: await big.text() },
-        429,
+        413,
         "request_too_large",
       );
       const forged = await fetch(`${s.url}/login`, {
@@ -631,4 +631,280 @@ Deno.test("deno serve: SIGTERM answers the request in flight, then exits 0", asy
   assert.match(a.body, /^\d+\n$/);
   assert.equal((await p.status).code, 0, p.stderr.join("\n"));
   assert.ok(p.stderr.some((l) => /stopped/.test(l)));
+});
+
+Deno.test("service: its generators give back on close and start from the remembered step", async (t) => {
+  await t.step(
+    "the timing wrapper forwards the store's optional methods, and only those",
+    async () => {
+      const { Entry, timedStore } = await import("../src/server/generators.ts");
+      using kv = new DenoKvStore(":memory:");
+      const entry = new Entry("ids", "x", {
+        store: kv,
+        max: 1,
+        idleMs: 1,
+        timeout: 1000,
+        timeZone: "UTC",
+        durability: "strict",
+      });
+      const full = timedStore(kv, entry, 1000);
+      const methods = [
+        "release",
+        "loadStep",
+        "saveStep",
+        "deleteDaysBefore",
+        "durability",
+      ] as const;
+      for (const m of methods) {
+        assert.equal(typeof full[m], "function", m);
+      }
+      const bare = timedStore({ reserve: kv.reserve.bind(kv) }, entry, 1000);
+      assert.deepEqual(Object.keys(bare), ["reserve"]);
+      await entry.gen.close();
+    },
+  );
+  await t.step("on Redis: the unused tail is given back, the step is loaded", async () => {
+    await using server = await startServer();
+    await using client = await openClient("node-redis", server.url);
+    await command(server.url, "HSET", "kvid", "\0step:order", "5000");
+    const s = serveService({ redis: client.redis, tokens: TOKENS });
+    try {
+      assert.equal((await call(s.url, "/v1/ids/order?count=3")).body, "1\n2\n3\n");
+      const metrics = await call(s.url, "/metrics", { method: "GET" });
+      // Started from the remembered 5,000 rather than minStep: the first segment held 5,000.
+      assert.match(metrics.body, /^kvid_remaining\{kind="ids",name="order"\} 4997$/m);
+    } finally {
+      await s.close();
+    }
+    assert.equal(await command(server.url, "HGET", "kvid", "order"), "3");
+  });
+});
+
+/** The value of one sample of `/metrics` text, e.g. `kvid_store_up` or `x{name="a"}`. */
+function sample(metrics: string, series: string): number | undefined {
+  for (const line of metrics.split("\n")) {
+    if (line.startsWith(series + " ")) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
+Deno.test("service: an outage counts as failures everywhere an alert looks", async () => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  proxy.pause(); // unreachable from the start, as a service started before its Redis
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const env = new Map([["KVID_REDIS_URL", proxy.url], ["KVID_TOKENS", TOKENS]]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService({ ...config.options, timeout: 300 });
+    for (let i = 0; i < 3; i++) {
+      const a = await call(s.url, "/v1/ids/order");
+      assertError(a, 503, "unavailable");
+      assert.match(a.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/);
+    }
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, 'kvid_request_failures_total{kind="ids",name="order"}'), 3);
+    assert.ok(sample(m, 'kvid_reservation_failures_total{kind="ids",name="order"}')! >= 1, m);
+    assert.equal(sample(m, "kvid_store_up"), 0);
+    assert.equal(sample(m, "kvid_store_config_error"), 0);
+    assert.equal(sample(m, 'kvid_http_responses_total{code="503"}'), 3);
+    proxy.resume();
+    let status = 0;
+    for (const until = performance.now() + 20_000; status !== 200 && performance.now() < until;) {
+      status = (await call(s.url, "/v1/ids/order")).status;
+    }
+    assert.equal(status, 200);
+    const after = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(after, "kvid_store_up"), 1);
+  } finally {
+    await config.close();
+  }
+});
+
+Deno.test("service: a wrong Redis password is a configuration error, named as such", async () => {
+  await using server = await startServer({ password: "right-password-0123" });
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const url = new URL(server.url);
+  url.password = "wrong-password-0123";
+  const env = new Map([["KVID_REDIS_URL", url.toString()], ["KVID_TOKENS", TOKENS]]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService({ ...config.options, timeout: 1000 });
+    const a = await call(s.url, "/v1/ids/order");
+    assertError(a, 500, "store_config");
+    assert.ok(!a.body.includes("wrong-password"));
+    const r = await call(s.url, "/readyz", { method: "GET", token: null });
+    assert.equal(r.status, 503);
+    assert.match(r.body, /configuration/);
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, "kvid_store_up"), 0);
+    assert.equal(sample(m, "kvid_store_config_error"), 1);
+    assert.equal(sample(m, 'kvid_request_failures_total{kind="ids",name="order"}'), 1);
+    assert.ok(!s.logged.join("\n").includes("wrong-password"));
+  } finally {
+    await config.close();
+  }
+});
+
+Deno.test("service: a scoped token sees only its names (metrics, page, chart)", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using s = serveService({ store, tokens: TOKENS });
+  await call(s.url, "/v1/ids/order?count=7");
+  await call(s.url, "/v1/ids/secret-name?count=10000");
+  await call(s.url, "/v1/daily/other-secret");
+  const scoped = (await call(s.url, "/metrics", { method: "GET", token: ORDERS })).body;
+  assert.equal(sample(scoped, 'kvid_ids_issued_total{kind="ids",name="order"}'), 7);
+  assert.doesNotMatch(scoped, /secret/);
+  assert.equal(sample(scoped, "kvid_generators"), 1);
+  const all = (await call(s.url, "/metrics", { method: "GET" })).body;
+  assert.match(all, /secret-name/);
+  assert.equal(sample(all, "kvid_generators"), 3);
+  // Process and build metrics, for every token.
+  assert.equal(sample(scoped, "process_open_fds")! > 0, true);
+  assert.match(scoped, /^kvid_build_info\{version="[^"]+",runtime="deno",/m);
+  // The page of the scoped token: its rows, and a chart of its traffic (7 IDs/s at most).
+  const login = await fetch(`${s.url}/login`, {
+    method: "POST",
+    body: new URLSearchParams({ token: ORDERS }),
+    redirect: "manual",
+  });
+  await login.body?.cancel();
+  const cookie = login.headers.get("set-cookie")!.split(";")[0];
+  // The chart covers full seconds only: read it until the second of the requests is in it.
+  let peak = 0;
+  let html = "";
+  for (const until = performance.now() + 5_000; peak === 0 && performance.now() < until;) {
+    html = await (await fetch(`${s.url}/`, { headers: { cookie } })).text();
+    peak = Number(/peak (\d+)/.exec(html)?.[1]);
+    if (peak === 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(peak, 7, html);
+  assert.doesNotMatch(html, /secret/);
+});
+
+Deno.test("service: mounted under a base path (an existing app's prefix)", async () => {
+  using store = new DenoKvStore(":memory:");
+  await using service = createHandler({ store, tokens: TOKENS, basePath: "/ids", log: () => {} });
+  const app = (req: Request) =>
+    new URL(req.url).pathname.startsWith("/ids/") || new URL(req.url).pathname === "/ids"
+      ? service.fetch(req)
+      : Promise.resolve(new Response("app"));
+  const ask = (path: string, init: RequestInit = {}) =>
+    app(
+      new Request(`http://localhost${path}`, {
+        method: "POST",
+        ...init,
+        headers: { authorization: `Bearer ${ALL}`, ...init.headers },
+      }),
+    );
+  assert.equal(await (await ask("/ids/v1/ids/order?count=2")).text(), "1\n2\n");
+  assert.equal(await (await ask("/ids/healthz", { method: "GET" })).text(), "ok\n");
+  // (A name of its own: the generator of "order" may be prefetching on the same counter.)
+  const seg = await ask("/ids/v1/segments/seg", { body: JSON.stringify({ count: 3 }) });
+  assert.deepEqual((await seg.json()).ranges, [{ first: "1", last: "3" }]);
+  assert.equal((await ask("/v1/ids/order")).status, 200); // the app's, not the service's
+  assert.equal(await (await ask("/v1/ids/order")).text(), "app");
+  // Paths outside the prefix reach the handler only by mistake: 404, not another route.
+  const outside = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  assert.equal(outside.status, 404);
+  await outside.body?.cancel();
+  const lookalike = await service.fetch(new Request("http://localhost/idsx/healthz"));
+  assert.equal(lookalike.status, 404);
+  await lookalike.body?.cancel();
+  // The status page: its forms post below the prefix, its cookie is scoped to it.
+  const login = await ask("/ids/login", { body: new URLSearchParams({ token: ALL }) });
+  assert.equal(login.status, 303);
+  assert.equal(login.headers.get("location"), "/ids/");
+  assert.match(login.headers.get("set-cookie") ?? "", /; Path=\/ids;/);
+  await login.body?.cancel();
+  const form = await (await app(new Request("http://localhost/ids/"))).text();
+  assert.match(form, /action="\/ids\/login"/);
+  const doc = await (await ask("/ids/openapi.json", { method: "GET" })).json();
+  assert.deepEqual(doc.servers, [{ url: "/ids" }]);
+  for (const bad of ["ids", "/ids/", "/a b"]) {
+    assert.throws(
+      () => createHandler({ store, tokens: TOKENS, basePath: bad, log: () => {} }),
+      TypeError,
+    );
+  }
+});
+
+Deno.test("service: per-name options from configuration (KVID_NAMES)", async () => {
+  const { optionsFromEnv } = await import("../src/server.ts");
+  const env = new Map([
+    ["KVID_KV_PATH", ":memory:"],
+    ["KVID_TOKENS", TOKENS],
+    [
+      "KVID_NAMES",
+      JSON.stringify({ order: { minStep: 500 }, ticket: { digits: 8 }, "*": { maxStep: 7 } }),
+    ],
+  ]);
+  const config = optionsFromEnv((name) => env.get(name));
+  try {
+    await using s = serveService(config.options);
+    assert.equal((await call(s.url, "/v1/ids/order")).body, "1\n");
+    assert.equal((await call(s.url, "/v1/ids/other?count=20")).status, 200);
+    const m = (await call(s.url, "/metrics", { method: "GET" })).body;
+    assert.equal(sample(m, 'kvid_remaining{kind="ids",name="order"}'), 499); // a 500-ID segment
+    assert.ok(sample(m, 'kvid_step{kind="ids",name="other"}')! <= 7, m); // "*": maxStep 7
+    const serial = (await call(s.url, "/v1/daily/ticket")).body.trim();
+    assert.match(serial, /^\d{8}00000001$/); // 8 digits of sequence
+  } finally {
+    await config.close();
+  }
+  using store = new DenoKvStore(":memory:");
+  for (
+    const names of [
+      { order: { nope: 1 } },
+      { order: { minStep: 0 } },
+      { order: { minStep: 10, maxStep: 5 } },
+      { ticket: { digits: 99 } },
+      { ticket: { timeZone: "Mars/Olympus" } },
+      { order: 5 },
+    ]
+  ) {
+    assert.throws(
+      () => createHandler({ store, tokens: TOKENS, names: names as never, log: () => {} }),
+      TypeError,
+      JSON.stringify(names),
+    );
+  }
+  assert.throws(
+    () => optionsFromEnv((name) => name === "KVID_NAMES" ? "{not json" : undefined),
+    /KVID_NAMES is not JSON/,
+  );
+});
+
+Deno.test("service: segment requests: at most 64 at the store at once, the rest 503", async () => {
+  await using server = await startServer();
+  await using proxy = await startProxy(server);
+  await using client = await openClient("node-redis", proxy.url);
+  await using s = serveService({ redis: client.redis, tokens: TOKENS, timeout: 10_000 });
+  const segment = (name: string) =>
+    fetch(`${s.url}/v1/segments/${name}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALL}` },
+      body: JSON.stringify({ count: 10 }),
+    });
+  const warm = await segment("warm"); // connected
+  assert.equal(warm.status, 200);
+  await warm.body?.cancel();
+  proxy.pause();
+  const held = Array.from({ length: 64 }, (_, i) => segment(`held-${i}`));
+  // Once all 64 are at the store (in flight), the next is turned away at once.
+  let answer: Answer | undefined;
+  for (const until = performance.now() + 10_000; performance.now() < until;) {
+    const res = await segment("one-more");
+    answer = { status: res.status, headers: res.headers, body: await res.text() };
+    if (/too many segment requests/.test(answer.body)) break;
+  }
+  assert.ok(answer);
+  assertError(answer, 503, "unavailable");
+  assert.match(answer.body, /too many segment requests/);
+  assert.equal(answer.headers.get("retry-after"), "1");
+  proxy.resume();
+  for (const res of await Promise.all(held)) {
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+  }
 });

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { findChromium, launchBrowser } from "./browser.ts";
 import { serveService } from "./service.ts";
+import { chartScale, shortCount } from "../src/server/page.ts";
 
 const ALL = "page-token-all-0123456789";
 const ORDERS = "page-token-orders-012345";
@@ -71,10 +72,26 @@ Deno.test({
           );
           assert.equal(rows.length, 1, rows.join("|")); // this token sees "order" only
           assert.match(rows[0], /order\s*ids/);
-          assert.match(await page.content(), /1 outside this token's scope|2 outside/);
+          // Nothing of the names outside its scope, not even how many there are.
+          assert.doesNotMatch(await page.content(), /\buser\b|\bticket\b|outside/);
           assert.ok(await page.$("svg polyline"), "no chart");
           const label = await page.$eval("svg", (el) => el.getAttribute("aria-label") ?? "");
           assert.match(label, /IDs per second over the last 5 minutes/);
+        },
+      );
+
+      await t.step(
+        "a narrow screen (360 px): the page fits, the table scrolls in its box",
+        async () => {
+          await page.setViewport({ width: 360, height: 740 });
+          await page.reload();
+          const widths = await page.evaluate(
+            "[document.documentElement.scrollWidth, window.innerWidth]",
+          ) as number[];
+          assert.ok(widths[0] <= widths[1], `the page is ${widths[0]} px wide on ${widths[1]}`);
+          const ticks = await page.$$eval("svg text", (els) => els.map((e) => e.textContent ?? ""));
+          assert.ok(ticks.includes("now") && ticks.includes("-5 min"), ticks.join("|"));
+          await page.setViewport({ width: 1024, height: 768 });
         },
       );
 
@@ -94,4 +111,21 @@ Deno.test({
       await browser.close();
     }
   },
+});
+
+Deno.test("status page chart: a burst switches the y axis to a log scale with labelled ticks", () => {
+  const steady = Array.from({ length: 300 }, () => 50);
+  const linear = chartScale(steady);
+  assert.equal(linear.log, false);
+  assert.deepEqual(linear.ticks, [0, 25, 50]);
+  assert.equal(linear.y(50), 1);
+  const burst = [...steady.slice(1), 100_000];
+  const log = chartScale(burst);
+  assert.equal(log.log, true);
+  assert.deepEqual(log.ticks, [0, 1, 10, 100, 1_000, 10_000, 100_000]);
+  // The steady traffic stays a third of the way up instead of flat on the baseline.
+  assert.ok(log.y(50) > 0.3, String(log.y(50)));
+  assert.ok(Math.abs(log.y(100_000) - 1) < 1e-9);
+  assert.equal(chartScale(Array(300).fill(0)).log, false);
+  assert.deepEqual([950, 1_200, 35_000, 1_500_000].map(shortCount), ["950", "1.2k", "35k", "1.5M"]);
 });

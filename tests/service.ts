@@ -1,6 +1,7 @@
 /** Running the ID service (src/server.ts) for tests and benches: in process, or `deno serve`. */
 
 import { createHandler, type IdService, type ServiceOptions } from "../src/server.ts";
+import { listen } from "../src/serve.ts";
 import { lines } from "./lines.ts";
 
 /** The service behind `Deno.serve` on a free 127.0.0.1 port. */
@@ -14,11 +15,22 @@ export interface RunningService extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** Serve {@linkcode createHandler} with `options` (log captured). */
-export function serveService(options: ServiceOptions): RunningService {
+/**
+ * Serve {@linkcode createHandler} with `options` (log captured), behind `Deno.serve` or the
+ * service's own listener (`via: "listener"`).
+ */
+export function serveService(
+  options: ServiceOptions,
+  via: "deno-serve" | "listener" = "deno-serve",
+): RunningService {
   const logged: string[] = [];
   const service = createHandler({ log: (line) => logged.push(line), ...options });
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.fetch);
+  const server = via === "listener"
+    ? (() => {
+      const l = listen({ hostname: "127.0.0.1", port: 0, handler: service.fetch });
+      return { addr: l.addr, shutdown: l.shutdown };
+    })()
+    : Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.fetch);
   let closed: Promise<void> | undefined;
   const close = () =>
     closed ??= (async () => {
@@ -51,18 +63,49 @@ export interface ServeProcess extends AsyncDisposable {
  * Start `deno serve` on a free port with `env` (and nothing else of ours); resolves once it
  * listens, or rejects with its output when it exits first.
  */
-export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "serve",
-      "-A",
-      "--unstable-kv",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      new URL("../src/server.ts", import.meta.url).pathname,
-    ],
+export function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+  return startProcess(Deno.execPath(), [
+    "serve",
+    "-A",
+    "--unstable-kv",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    new URL("../src/server.ts", import.meta.url).pathname,
+  ], env);
+}
+
+/**
+ * Start `deno run src/serve.ts` (what `deno task serve` runs) with `args` (default: loopback,
+ * a free port) and `env`; `nofile` lowers its file-descriptor limit (through `prlimit`).
+ */
+export function startServiceProcess(
+  env: Record<string, string>,
+  args: string[] = ["--host", "127.0.0.1", "--port", "0"],
+  nofile?: number,
+): Promise<ServeProcess> {
+  const deno = [
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--unstable-kv",
+    new URL("../src/serve.ts", import.meta.url).pathname,
+    ...args,
+  ];
+  return nofile === undefined
+    ? startProcess(deno[0], deno.slice(1), env)
+    : startProcess("prlimit", [`--nofile=${nofile}:${nofile}`, ...deno], env);
+}
+
+/** Run `program args` and wait for its "listening on" line (rejects when it exits first). */
+export async function startProcess(
+  program: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<ServeProcess> {
+  const child = new Deno.Command(program, {
+    args,
     env: { NO_COLOR: "1", ...env },
     clearEnv: false,
     stdin: "null",
@@ -75,7 +118,7 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
   // next() by hand: a `break` out of `for await` would cancel the stream.
   for (let r = await reading.next(); !r.done; r = await reading.next()) {
     stderr.push(r.value);
-    const m = /listening on http:\/\/[^:]+:(\d+)\//.exec(r.value);
+    const m = /listening on http:\/\/(?:\[[^\]]+\]|[^:]+):(\d+)\//.exec(r.value);
     if (m) {
       url = `http://127.0.0.1:${m[1]}`;
       break;

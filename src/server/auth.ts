@@ -86,6 +86,12 @@ const MAX_SESSIONS = 1_000;
  */
 export class Sessions {
   readonly #sessions = new Map<string, { scope: Scope; expires: number }>();
+  readonly #path: string;
+
+  /** Sessions whose cookie is sent for `path` and below (the service's base path). */
+  constructor(path = "/") {
+    this.#path = path;
+  }
 
   /** Open a session for `scope`: the `Set-Cookie` value. */
   open(scope: Scope, secure: boolean): string {
@@ -97,7 +103,7 @@ export class Sessions {
       this.#sessions.delete(this.#sessions.keys().next().value!);
     }
     this.#sessions.set(id, { scope, expires: Date.now() + SESSION_MS });
-    return cookie(id, SESSION_MS / 1000, secure);
+    return cookie(id, SESSION_MS / 1000, secure, this.#path);
   }
 
   /** The scope of the request's session cookie, or undefined. */
@@ -117,7 +123,7 @@ export class Sessions {
   close(req: Request, secure: boolean): string {
     const id = sessionId(req);
     if (id !== undefined) this.#sessions.delete(id);
-    return cookie("", 0, secure);
+    return cookie("", 0, secure, this.#path);
   }
 }
 
@@ -131,7 +137,7 @@ function sessionId(req: Request): string | undefined {
   return undefined;
 }
 
-function cookie(value: string, maxAge: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict` +
+function cookie(value: string, maxAge: number, secure: boolean, path: string): string {
+  return `${SESSION_COOKIE}=${value}; Path=${path}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict` +
     (secure ? "; Secure" : "");
 }

@@ -31,8 +31,10 @@ export interface EnvConfig {
  * - `KVID_REDIS_URL`: the same for a Redis URL, as before `KVID_STORE_URL` (both set: the same URL).
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
- *   `KVID_DURABILITY`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`, `timeout`,
- *   `durability` of {@linkcode createHandler}.
+ *   `KVID_DURABILITY`, `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`,
+ *   `timeout`, `durability`, `basePath` of {@linkcode createHandler}.
+ * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
+ *   {"digits": 8}}`.
  *
  * Nothing connects until the first request.
  *
@@ -82,6 +84,8 @@ export function optionsFromEnv(
     maxGenerators: int("KVID_MAX_GENERATORS"),
     timeout: int("KVID_TIMEOUT_MS"),
     durability: durabilityVar === "best-effort" ? "best-effort" : "strict",
+    basePath: get("KVID_BASE_PATH") || undefined,
+    names: namesFromEnv(get("KVID_NAMES")),
   };
   const url = storeUrl(get);
   if (url && storeKind(url, "KVID_STORE_URL") !== "redis") {
@@ -133,6 +137,17 @@ function storeUrl(get: (name: string) => string | undefined): string | undefined
   return store ?? redis;
 }
 
+function namesFromEnv(text: string | undefined): ServiceOptions["names"] {
+  if (text === undefined || text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TypeError(
+      'KVID_NAMES is not JSON: give {"<name>": {"minStep": 1000, ...}, "*": {...}}',
+    );
+  }
+}
+
 function redactUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -148,7 +163,7 @@ type NodeRedisClient = {
   connect(): Promise<unknown>;
   ping(): Promise<unknown>;
   destroy(): void;
-  on(event: string, listener: (err: unknown) => void): unknown;
+  on(event: string, listener: (err?: unknown) => void): unknown;
 };
 
 // node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
@@ -157,21 +172,31 @@ function connectNodeRedis(url: string, timeout: number) {
   redactUrl(url);
   let client: Promise<NodeRedisClient> | undefined;
   let lastLogged = 0;
+  let lastError: unknown;
+  // node-redis sleeps between reconnection attempts on a timer destroy() does not cancel:
+  // close() outlasts it, so nothing of the client runs after close.
+  let retryAt = 0;
   const open = () =>
     client ??= import("redis").then(({ createClient }) => {
       const c = createClient({
         url,
         socket: {
           connectTimeout: Math.min(timeout, 5_000),
-          reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2_000),
+          reconnectStrategy: (n: number) => {
+            const wait = Math.min(50 * 2 ** Math.min(n, 6), 2_000);
+            retryAt = Date.now() + wait;
+            return wait;
+          },
         },
       }) as unknown as NodeRedisClient;
       c.on("error", (err) => {
+        lastError = err;
         // Once every 10 s at most: a Redis outage must not flood the log.
         if (Date.now() - lastLogged < 10_000) return;
         lastLogged = Date.now();
         console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
       });
+      c.on("ready", () => lastError = undefined);
       c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
       return c;
     });
@@ -180,11 +205,16 @@ function connectNodeRedis(url: string, timeout: number) {
     source,
     ping: async () => {
       const c = await open();
-      if (!c.isReady) throw new Error("not connected");
+      // The client's last error says why (a refused password is a reply error, which the
+      // readiness probe reports as a configuration error, not as a store that does not answer).
+      if (!c.isReady) throw lastError ?? new Error("not connected");
       await c.ping();
     },
     close: async () => {
-      if (client !== undefined) (await client).destroy();
+      if (client === undefined) return;
+      (await client).destroy();
+      const left = retryAt - Date.now();
+      if (left > 0) await new Promise((resolve) => setTimeout(resolve, left + 10));
     },
   };
 }

@@ -10,6 +10,7 @@ import { KvId } from "../kvid.ts";
 import type { DurabilityReport, KvIdErrorSummary } from "../kvid_options.ts";
 import type { Store } from "../store_contract.ts";
 import type { DurabilityMode } from "../durability.ts";
+import { deadlineTimer } from "../deadline_timer.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
@@ -23,7 +24,10 @@ export interface GeneratorSnapshot {
   /** IDs handed out by this service. */
   issued: number;
   reservations: number;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures: number;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests: number;
   stalls: number;
   rollbacks: number;
   step: number;
@@ -58,7 +62,38 @@ export interface GeneratorsOptions {
   timeZone: string;
   /** The generators' `durability` option. */
   durability: DurabilityMode;
+  /** Options per name (`"*"`: every name not listed). Default none. */
+  names?: Readonly<Record<string, NameOptions>>;
 }
+
+/**
+ * A generator's options that the service's configuration may set per name: the step bounds of
+ * both kinds, and the sequence digits and time zone of `/v1/daily`.
+ */
+export interface NameOptions {
+  /** `minStep` of the name's generators. */
+  minStep?: number;
+  /** `maxStep`. */
+  maxStep?: number;
+  /** `initialStep` (`/v1/ids` only). */
+  initialStep?: number;
+  /** `segmentDuration` (ms). */
+  segmentDuration?: number;
+  /** `/v1/daily` only: the digits of the per-day sequence (default 6). */
+  digits?: number;
+  /** `/v1/daily` only: the time zone of the name's days (default the service's). */
+  timeZone?: string;
+}
+
+/** The keys {@linkcode NameOptions} has. */
+export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
+  "minStep",
+  "maxStep",
+  "initialStep",
+  "segmentDuration",
+  "digits",
+  "timeZone",
+];
 
 type Generator = {
   nextBatch(count: number): Promise<(number | bigint | string)[]>;
@@ -72,10 +107,14 @@ export class Entry {
   readonly name: string;
   readonly gen: Generator;
   readonly histogram: Histogram = new Histogram();
-  readonly rates: RateRing = new RateRing(11);
+  /** IDs per second of this generator over the last 5 minutes (the chart of a scoped token). */
+  readonly rates: RateRing = new RateRing(301);
   issued = 0;
   reservations = 0;
+  /** Reservations that failed, or had not answered within the timeout. */
   failures = 0;
+  /** Requests answered 5xx because no ID could be had from the store. */
+  failedRequests = 0;
   rollbacks = 0;
   ttlRemovals = 0;
   pending = 0;
@@ -90,39 +129,27 @@ export class Entry {
   constructor(kind: Kind, name: string, options: GeneratorsOptions) {
     this.kind = kind;
     this.name = name;
-    const inner = options.store;
-    const store: Store = {
-      reserve: async (key, field, count, reserveOptions) => {
-        const start = performance.now();
-        try {
-          const reservation = await inner.reserve(key, field, count, reserveOptions);
-          this.reservations++;
-          this.lastReservationAt = Date.now();
-          this.lastReservationMs = performance.now() - start;
-          return reservation;
-        } catch (err) {
-          this.failures++;
-          throw err;
-        } finally {
-          this.histogram.observe((performance.now() - start) / 1000);
-        }
-      },
-      durability: inner.durability?.bind(inner),
-    };
+    const store = timedStore(options.store, this, options.timeout);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
+    const own = options.names?.[name] ?? options.names?.["*"] ?? {};
+    const { digits, timeZone, initialStep, ...steps } = own;
     this.gen = kind === "ids"
       ? new KvId(name, {
         store,
         bigint: true,
         timeout: options.timeout,
         durability: options.durability,
+        initialStep,
+        ...steps,
       })
       : new DailyId(name, {
         store,
         format: "string",
-        timeZone: options.timeZone,
+        timeZone: timeZone ?? options.timeZone,
         timeout: options.timeout,
         durability: options.durability,
+        digits,
+        ...steps,
       });
     this.gen.addEventListener("rollback", () => this.rollbacks++);
     this.gen.addEventListener("expiry", () => this.ttlRemovals++);
@@ -155,6 +182,7 @@ export class Entry {
       issued: this.issued,
       reservations: this.reservations,
       failures: this.failures,
+      failedRequests: this.failedRequests,
       stalls,
       rollbacks: this.rollbacks,
       step,
@@ -169,6 +197,65 @@ export class Entry {
       ttlRemovals: this.ttlRemovals,
     };
   }
+}
+
+/**
+ * The store as `entry`'s generator sees it: `reserve` timed and counted, and every optional
+ * method the wrapped store has (give-back on close, the remembered step, day cleanup, the
+ * durability read) forwarded
+ * as it is, and only those: the engine decides what to do by which methods a store has.
+ */
+export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store {
+  // A call still unanswered when the requests waiting for it gave up (a store that hangs, a
+  // client queueing commands while it reconnects) is a failure then, not never. A loop blocked
+  // by other work does not count against the store (deadlineTimer).
+  const counted = async <T>(call: () => Promise<T>): Promise<T> => {
+    let late = false;
+    const cancel = deadlineTimer(timeoutMs, () => {
+      late = true;
+      entry.failures++;
+    });
+    try {
+      return await call();
+    } catch (err) {
+      if (!late) entry.failures++;
+      throw err;
+    } finally {
+      cancel();
+    }
+  };
+  const store: Store = {
+    reserve: async (key, field, count, reserveOptions) => {
+      const start = performance.now();
+      try {
+        const reservation = await counted(() => inner.reserve(key, field, count, reserveOptions));
+        entry.reservations++;
+        entry.lastReservationAt = Date.now();
+        entry.lastReservationMs = performance.now() - start;
+        return reservation;
+      } finally {
+        entry.histogram.observe((performance.now() - start) / 1000);
+      }
+    },
+  };
+  if (typeof inner.release === "function") {
+    store.release = (key, field, range) => inner.release!(key, field, range);
+  }
+  if (typeof inner.loadStep === "function") {
+    store.loadStep = (key, field) => inner.loadStep!(key, field);
+  }
+  if (typeof inner.saveStep === "function") {
+    store.saveStep = (key, field, step) => inner.saveStep!(key, field, step);
+  }
+  if (typeof inner.deleteDaysBefore === "function") {
+    store.deleteDaysBefore = (key, before) => inner.deleteDaysBefore!(key, before);
+  }
+  if (typeof inner.durability === "function") {
+    // A generator's first reservation reads the store's durability before anything else: a
+    // store that does not answer fails there, and that is a failed reservation too.
+    store.durability = (key, options) => counted(() => inner.durability!(key, options));
+  }
+  return store;
 }
 
 /** The registry: at most `max` live generators, the least recently used idle one evicted. */

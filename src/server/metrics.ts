@@ -14,6 +14,16 @@ export interface HttpCounters {
   inFlight: number;
 }
 
+/** The service-wide state rendered after the generators. */
+export interface ServiceState {
+  /** Whether the store answered the readiness probe just now. */
+  storeUp: boolean;
+  /** Whether it refused the service's configuration (credentials, permissions, commands). */
+  storeConfigError: boolean;
+  /** More series, already rendered (process, build, connections), one a line. */
+  extra: string[];
+}
+
 type Series = { help: string; type: "counter" | "gauge"; value: (s: GeneratorSnapshot) => number };
 
 const SERIES: Record<string, Series> = {
@@ -24,9 +34,14 @@ const SERIES: Record<string, Series> = {
     value: (s) => s.reservations,
   },
   kvid_reservation_failures_total: {
-    help: "Reservations that failed or timed out",
+    help: "Reservations that failed, or had not answered within the timeout",
     type: "counter",
     value: (s) => s.failures,
+  },
+  kvid_request_failures_total: {
+    help: "Requests answered 5xx because no ID could be had from the store",
+    type: "counter",
+    value: (s) => s.failedRequests,
   },
   kvid_stalls_total: {
     help: "Calls that found no ID buffered and waited for a reservation",
@@ -48,12 +63,17 @@ const SERIES: Record<string, Series> = {
 };
 
 /** Escape a label value: backslash, double quote and newline. */
-function escapeLabel(value: string): string {
+export function escapeLabel(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 }
 
-/** Render the metrics of `entries` and the HTTP counters. */
-export function renderMetrics(entries: Entry[], http: HttpCounters, nowMs: number): string {
+/** Render the metrics of `entries`, the HTTP counters and the service's state. */
+export function renderMetrics(
+  entries: Entry[],
+  http: HttpCounters,
+  state: ServiceState,
+  nowMs: number,
+): string {
   const out: string[] = [];
   const rows = entries.map((e) => ({
     e,
@@ -87,7 +107,14 @@ export function renderMetrics(entries: Entry[], http: HttpCounters, nowMs: numbe
     );
   }
   out.push(
-    "# HELP kvid_generators Live generators.",
+    "# HELP kvid_store_up Whether the store answered the readiness probe (1) or not (0).",
+    "# TYPE kvid_store_up gauge",
+    `kvid_store_up ${state.storeUp ? 1 : 0}`,
+    "# HELP kvid_store_config_error Whether the store refuses the service's configuration " +
+      "(credentials, permissions, commands): fixed by the operator, not by waiting.",
+    "# TYPE kvid_store_config_error gauge",
+    `kvid_store_config_error ${state.storeConfigError ? 1 : 0}`,
+    "# HELP kvid_generators Live generators (that the token may see).",
     "# TYPE kvid_generators gauge",
     `kvid_generators ${entries.length}`,
     "# HELP kvid_http_requests_in_flight HTTP requests being answered.",
@@ -99,5 +126,6 @@ export function renderMetrics(entries: Entry[], http: HttpCounters, nowMs: numbe
   for (const [code, n] of [...http.responses].sort((a, b) => a[0] - b[0])) {
     out.push(`kvid_http_responses_total{code="${code}"} ${n}`);
   }
+  out.push(...state.extra);
   return out.join("\n") + "\n";
 }

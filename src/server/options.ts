@@ -8,6 +8,9 @@
 import type { RedisSource } from "../redis_store.ts";
 import type { Store } from "../store_contract.ts";
 import type { DurabilityMode } from "../durability.ts";
+import type { NameOptions } from "./generators.ts";
+
+export type { NameOptions };
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
@@ -52,12 +55,23 @@ export interface ServiceOptions {
   tokens?: string;
   /** `"none"`: no token needed by anyone (logged loudly). Default `"token"`. */
   auth?: "token" | "none";
+  /**
+   * Generator options per name, e.g. `{ order: { minStep: 1000 }, ticket: { digits: 8 },
+   * "*": { maxStep: 100000 } }` (`"*"`: every name not listed). Checked when the handler is made.
+   * Default none: the engine's defaults.
+   */
+  names?: Record<string, NameOptions>;
   /** The IANA time zone of `/v1/daily` serials. Default `"UTC"`. */
   timeZone?: string;
   /** At most this many live generators (a new name past it answers 429). Default 1,000. */
   maxGenerators?: number;
   /** A generator unused this long (ms) may be closed to make room for a new name. Default 60,000. */
   idleMs?: number;
+  /**
+   * The most IDs one `POST /v1/segments/{name}` may reserve (an `HttpStore`'s `maxStep` at
+   * most). Default 1,000,000 (`KvId`'s default `maxStep`).
+   */
+  maxSegment?: number;
   /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
   timeout?: number;
   /**
@@ -68,6 +82,17 @@ export interface ServiceOptions {
    * @default {"strict"}
    */
   durability?: DurabilityMode;
+  /**
+   * More Prometheus series for `GET /metrics`, rendered lines (`# HELP`, `# TYPE`, samples), e.g.
+   * the listener's connection counters. Default none.
+   */
+  metrics?: () => string[];
+  /**
+   * The prefix the handler is mounted under in a larger app, e.g. `"/ids"`: it answers
+   * `/ids/v1/ids/{name}`, `/ids/metrics`, the status page at `/ids/` (its cookie scoped to the
+   * prefix), and 404 for every path outside it. Default `""` (the root).
+   */
+  basePath?: string;
   /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
   log?: (line: string) => void;
 }

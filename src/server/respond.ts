@@ -5,19 +5,9 @@
  * @module
  */
 
-/** The `error.code` values of the service. */
-export type ServiceErrorCode =
-  | "bad_name"
-  | "bad_count"
-  | "unauthorized"
-  | "forbidden"
-  | "not_found"
-  | "method_not_allowed"
-  | "too_many_generators"
-  | "request_too_large"
-  | "unavailable"
-  | "shutting_down"
-  | "internal";
+import type { ServiceErrorCode } from "../client/types.ts";
+
+export type { ServiceErrorCode };
 
 /** A JSON error response. */
 export function errorResponse(

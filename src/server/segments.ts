@@ -1,0 +1,245 @@
+/**
+ * `/v1/segments/{name}` (and `/release`, `/step`): the store's own operations for a `KvId` in
+ * another process (`HttpStore` of `@kvid/core/client`, TinyID's client model), on the counter
+ * `name` of the service's hash. The handler checks the method, the token and the name first.
+ *
+ * @module
+ */
+
+import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
+import { deadlineTimer } from "../deadline_timer.ts";
+import { KvIdError } from "../errors.ts";
+import type { Reservation, Store } from "../store_contract.ts";
+import { toKvIdError } from "../store_errors.ts";
+import { escapeLabel } from "./metrics.ts";
+import { readLimited } from "./request.ts";
+import { errorResponse } from "./respond.ts";
+
+const MAX_ID = (1n << 63n) - 1n;
+/** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
+const SEGMENT_KEY = "kvid";
+/** Segment reservations the service has at its store at once, at most. */
+const MAX_SEGMENTS_IN_FLIGHT = 64;
+const MAX_BODY_BYTES = 4_096;
+const JSON_TYPE = "application/json; charset=utf-8";
+const RETRY: ReadonlySet<string> = new Set([
+  "timeout",
+  "connection",
+  "unavailable",
+  "conflict",
+  "closed",
+]);
+
+/** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
+class CappedCounts extends Map<string, number> {
+  add(name: string): void {
+    if (!this.has(name) && this.size >= 10_000) this.delete(this.keys().next().value!);
+    this.set(name, (this.get(name) ?? 0) + 1);
+  }
+}
+
+/** What {@linkcode SegmentRoutes} works with. */
+export interface SegmentRoutesOptions {
+  /** The service's store. */
+  store: Store;
+  /** How long a store operation may take (ms) before a 503. */
+  timeout: number;
+  /** The most IDs one reservation may ask for. */
+  maxSegment: number;
+  /** Where failures are logged. */
+  log: (line: string) => void;
+}
+
+/** The segment endpoints of one service, and their counters. */
+export class SegmentRoutes {
+  readonly #store: Store;
+  readonly #timeout: number;
+  readonly #maxSegment: number;
+  readonly #log: (line: string) => void;
+  readonly #served = new CappedCounts();
+  readonly #failed = new CappedCounts();
+  #inFlight = 0;
+
+  constructor(options: SegmentRoutesOptions) {
+    this.#store = options.store;
+    this.#timeout = options.timeout;
+    this.#maxSegment = options.maxSegment;
+    this.#log = options.log;
+  }
+
+  /**
+   * Answer `op` (`""` reserve, `"release"`, `"step"`) on counter `name`, whose method, token and
+   * name the caller checked.
+   */
+  async answer(req: Request, name: string, op: string): Promise<Response> {
+    let body: Record<string, unknown> = {};
+    if (req.method !== "GET") {
+      const text = await readLimited(req, MAX_BODY_BYTES);
+      if (text === undefined) {
+        return errorResponse(413, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
+      }
+      try {
+        const parsed = JSON.parse(text === "" ? "{}" : text);
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw 0;
+        body = parsed;
+      } catch {
+        return errorResponse(400, "bad_segment", "the body is not a JSON object");
+      }
+    }
+    const bad = (message: string) => errorResponse(400, "bad_segment", message);
+    const decimal = (v: unknown, what: string): bigint | Response => {
+      if (v === undefined) return 0n;
+      if (typeof v !== "string" || !/^(0|[1-9][0-9]{0,18})$/.test(v) || BigInt(v) > MAX_ID) {
+        return bad(`${what} must be a decimal string from 0 to 2^63-1`);
+      }
+      return BigInt(v);
+    };
+    const json = (value: unknown) => {
+      const res = new Response(JSON.stringify(value) + "\n");
+      res.headers.set("content-type", JSON_TYPE);
+      res.headers.set("cache-control", "no-store");
+      return res;
+    };
+    const notOffered = () =>
+      errorResponse(501, "not_implemented", "this service's store does not offer that");
+    try {
+      if (op === "") {
+        const count = body.count;
+        if (
+          !Number.isInteger(count) || (count as number) < 1 || (count as number) > this.#maxSegment
+        ) {
+          return bad(`count must be an integer from 1 to ${this.#maxSegment}`);
+        }
+        const floor = decimal(body.floor, "floor");
+        if (typeof floor !== "bigint") return floor;
+        const raiseTo = decimal(body.raiseTo ?? body.floor, "raiseTo");
+        if (typeof raiseTo !== "bigint") return raiseTo;
+        if (body.guard !== undefined && typeof body.guard !== "boolean") {
+          return bad("guard must be true or false");
+        }
+        // Each segment request is a store command (IDs requests mostly are not): at most
+        // MAX_SEGMENTS_IN_FLIGHT at once, the rest told to come back, so a flood of them
+        // queues here rather than on the this.#store.
+        if (this.#inFlight >= MAX_SEGMENTS_IN_FLIGHT) {
+          return errorResponse(503, "unavailable", "too many segment requests at once: retry", {
+            "retry-after": "1",
+          });
+        }
+        this.#inFlight++;
+        let reservation: Reservation;
+        try {
+          reservation = await this.#bounded(
+            this.#store.reserve(SEGMENT_KEY, name, count as number, {
+              floor,
+              raiseTo,
+              guard: body.guard !== false,
+              exact: true,
+            }),
+          );
+        } finally {
+          this.#inFlight--;
+        }
+        this.#served.add(name);
+        const answer: SegmentResponse = {
+          name,
+          ranges: reservation.ranges.map((r) => ({ first: String(r.first), last: String(r.last) })),
+          raised: reservation.raised,
+        };
+        return json(answer);
+      }
+      if (op === "release") {
+        if (this.#store.release === undefined) return notOffered();
+        const first = decimal(body.first, "first");
+        if (typeof first !== "bigint") return first;
+        const last = decimal(body.last, "last");
+        if (typeof last !== "bigint") return last;
+        if (first < 1n || last < first) return bad("a range needs 1 <= first <= last");
+        const released = await this.#bounded(
+          this.#store.release(SEGMENT_KEY, name, { first, last }),
+        );
+        return json({ released } satisfies ReleaseResponse);
+      }
+      if (req.method === "GET") {
+        if (this.#store.loadStep === undefined) return notOffered();
+        const step = await this.#bounded(this.#store.loadStep(SEGMENT_KEY, name));
+        return json({ step: step ?? null } satisfies StepBody);
+      }
+      if (this.#store.saveStep === undefined) return notOffered();
+      const step = body.step;
+      if (!Number.isSafeInteger(step) || (step as number) < 1) {
+        return bad("step must be a positive integer");
+      }
+      await this.#bounded(this.#store.saveStep(SEGMENT_KEY, name, step as number));
+      return json({ step } as StepBody);
+    } catch (err) {
+      return this.#failure(err, name);
+    }
+  }
+
+  /** The counters of the names `visible` lets through, as Prometheus lines. */
+  metrics(visible: (name: string) => boolean): string[] {
+    const out: string[] = [];
+    for (
+      const [metric, help, counts] of [
+        ["kvid_segments_total", "Segments reserved for other processes (HttpStore)", this.#served],
+        ["kvid_segment_failures_total", "Segment requests that failed for the store", this.#failed],
+      ] as const
+    ) {
+      out.push(`# HELP ${metric} ${help}.`, `# TYPE ${metric} counter`);
+      for (const [name, n] of counts) {
+        if (visible(name)) out.push(`${metric}{name="${escapeLabel(name)}"} ${n}`);
+      }
+    }
+    return out;
+  }
+
+  async #bounded<T>(work: Promise<T>): Promise<T> {
+    const timeout = this.#timeout;
+    let cancel: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        work,
+        new Promise<never>((_, reject) => {
+          cancel = deadlineTimer(timeout, () =>
+            reject(
+              new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
+                key: SEGMENT_KEY,
+                field: "",
+              }),
+            ));
+        }),
+      ]);
+    } finally {
+      cancel?.();
+    }
+  }
+
+  #failure(err: unknown, name: string): Response {
+    const e = err instanceof KvIdError ? err : toKvIdError(err, SEGMENT_KEY, name);
+    this.#failed.add(name);
+    if (RETRY.has(e.code)) {
+      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
+        "retry-after": "1",
+      });
+    }
+    this.#log(
+      `kvid service: segment ${JSON.stringify(name.slice(0, 100))} failed: ${e.name}: ${e.message}`,
+    );
+    if (e.code === "overflow") {
+      return errorResponse(409, "overflow", "the counter would pass 2^63-1");
+    }
+    if (e.code === "config" && /too large/.test(e.message)) {
+      return errorResponse(400, "bad_name", "the name is too long for this store");
+    }
+    if (e.code === "config") {
+      return errorResponse(
+        500,
+        "store_config",
+        "the ID store refuses this service's configuration (credentials, permissions or a " +
+          "command it needs): the operator must fix it; see the service log",
+      );
+    }
+    // The store's refusal (a counter that is not an integer, ...): HttpStore reports "reply".
+    return errorResponse(500, "internal", "the store refused the reservation; see the service log");
+  }
+}

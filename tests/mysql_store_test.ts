@@ -1,0 +1,173 @@
+/**
+ * MySqlStore on a real MariaDB 10.11 this file starts: the shared SQL case suite through
+ * `npm:mysql2/promise` (with and without `supportBigNumbers`/`bigNumberStrings`), and the errors
+ * a live server produces.
+ */
+
+import assert from "node:assert/strict";
+import mysql from "mysql2/promise";
+import { KvIdError } from "../mod.ts";
+import { MySqlStore, type MySqlStoreOptions } from "../src/stores/mysql/mod.ts";
+import { mysqlError } from "../src/stores/mysql/mysql_errors.ts";
+import { runStoreSpec } from "./stores/store_spec.ts";
+import { freshTable, runSqlStoreCases, type SqlHarness, type SqlStore } from "./sql_store_cases.ts";
+import { type SqlServer, startMariaDb } from "./sql_servers.ts";
+
+type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
+
+/** A harness over `server` whose pools are all ended on dispose. */
+function harness(server: SqlServer, driver: Driver): SqlHarness {
+  const ends: (() => Promise<unknown>)[] = [];
+  const connect = (user: string, password: string) => {
+    const pool = mysql.createPool({
+      host: server.host,
+      port: server.port,
+      user,
+      password,
+      database: server.database,
+      connectionLimit: 4,
+      ...(driver === "mysql2" ? {} : { supportBigNumbers: true, bigNumberStrings: true }),
+    });
+    ends.push(() => pool.end());
+    return pool;
+  };
+  const admin = connect(server.user, server.password);
+  const exec = async (sql: string, values: unknown[] = []) => {
+    const [rows] = await admin.query(sql, values);
+    return Array.isArray(rows) ? rows as Record<string, unknown>[] : [];
+  };
+  return {
+    label: `MariaDB via ${driver}`,
+    store: (options?: MySqlStoreOptions) =>
+      new MySqlStore(connect(server.user, server.password), options) as SqlStore,
+    storeAs: (user, password, options) =>
+      new MySqlStore(connect(user, password), options) as SqlStore,
+    exec,
+    async setValue(table, key, name, value) {
+      await exec(`UPDATE ${table} SET value = ${value} WHERE hash_key = ? AND name = ?`, [
+        key,
+        name,
+      ]);
+    },
+    async value(table, key, name) {
+      const rows = await exec(
+        `SELECT CAST(value AS CHAR) AS v FROM ${table} WHERE hash_key = ? AND name = ?`,
+        [key, name],
+      );
+      return rows[0]?.v as string | undefined;
+    },
+    async createAppUser(user, password, table) {
+      await exec(`DROP USER IF EXISTS '${user}'@'%'`);
+      await exec(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
+      await exec(
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ${server.database}.${table} TO '${user}'@'%'`,
+      );
+    },
+    async readOnly() {
+      await exec("SET GLOBAL read_only = 1");
+      return async () => {
+        await exec("SET GLOBAL read_only = 0");
+      };
+    },
+    async unsafeDurability() {
+      await exec("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+      return {
+        setting: /innodb_flush_log_at_trx_commit is 2/,
+        undo: async () => {
+          await exec("SET GLOBAL innodb_flush_log_at_trx_commit = 1");
+        },
+      };
+    },
+    async notCrashSafeTable() {
+      const table = `kvid_myisam_${Date.now().toString(36)}`;
+      // MyISAM keys are at most 1,000 bytes: shorter names for this one.
+      await exec(
+        MySqlStore.tableSql(table).replace("ENGINE=InnoDB", "ENGINE=MyISAM")
+          .replaceAll("VARCHAR(255)", "VARCHAR(100)"),
+      );
+      return table;
+    },
+    async textValueTable() {
+      const table = `kvid_text_${Date.now().toString(36)}`;
+      await exec(MySqlStore.tableSql(table).replace("value BIGINT", "value VARCHAR(30)"));
+      return table;
+    },
+    async [Symbol.asyncDispose]() {
+      await Promise.all(ends.map((end) => end()));
+    },
+  };
+}
+
+Deno.test("MySqlStore refuses what is not a client, a table name that is not an identifier", () => {
+  assert.throws(() => new MySqlStore({} as never), /mysql2\/promise/);
+  const pool = { query: () => Promise.resolve([[], []]) };
+  assert.throws(() => new MySqlStore(pool, { table: "`kvid`" }), /identifier/);
+  assert.throws(() => new MySqlStore(pool, { createTable: 1 as never }), /boolean/);
+  assert.ok(MySqlStore.tableSql("ids.counters").includes("ids.counters ("));
+});
+
+Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async (t) => {
+  await using server = await startMariaDb();
+  for (const driver of ["mysql2", "mysql2 (bigNumberStrings)"] as const) {
+    await t.step(driver, async (t) => {
+      await runSqlStoreCases(t, () => Promise.resolve(harness(server, driver)));
+    });
+    await t.step(`the shared Store spec, ${driver}`, async (t) => {
+      await using h = harness(server, driver);
+      // No corrupt(): the BIGINT column holds no non-integer (the cases check it refuses one).
+      await runStoreSpec(t, { store: h.store({ table: freshTable() }), contiguous: true });
+    });
+  }
+
+  await t.step("a deadlock is transient (unavailable)", async () => {
+    const options = {
+      host: server.host,
+      port: server.port,
+      user: server.user,
+      database: server.database,
+    };
+    const a = await mysql.createConnection(options);
+    const b = await mysql.createConnection(options);
+    try {
+      await a.query(
+        "CREATE TABLE IF NOT EXISTS kvid_locks (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+      );
+      await a.query("INSERT IGNORE INTO kvid_locks VALUES (1, 0), (2, 0)");
+      await a.query("START TRANSACTION");
+      await b.query("START TRANSACTION");
+      await a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
+      await b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
+      const results = await Promise.allSettled([
+        a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
+        b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
+      ]);
+      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      assert.ok(failed, "one of the two was chosen as the deadlock victim");
+      const err = mysqlError(failed.reason, "kvid", "order", "kvid_counters");
+      assert.equal(err.code, "unavailable", err.message);
+      assert.match(err.message, /1213/);
+      await a.query("ROLLBACK");
+      await b.query("ROLLBACK");
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  });
+
+  await t.step("a server that is down: connection, then serves again after a restart", async () => {
+    await using h = harness(server, "mysql2");
+    const store = h.store();
+    const o = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+    const before = await store.reserve("kvid", "restart", 10, o);
+    await server.kill();
+    const down = await store.reserve("kvid", "restart", 10, o).then(() => undefined, (e) => e);
+    assert.ok(down instanceof KvIdError, String(down));
+    assert.ok(["connection", "unavailable"].includes(down.code), down.message);
+    await server.start();
+    let after;
+    for (let i = 0; i < 50 && after === undefined; i++) {
+      after = await store.reserve("kvid", "restart", 10, o).catch(() => undefined);
+    }
+    assert.ok(after && after.ranges[0].first > before.ranges[0].last, "serves again, above");
+  });
+});
