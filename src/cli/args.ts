@@ -59,7 +59,7 @@ const ARITY: Record<string, string[]> = {
 
 const COMMON_HELP = `Options of every command:
   --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
-                    (postgres://, mysql://: not in this version yet)
+                    postgres://, mysql://: next --create only, for now
                     Default: $KVID_STORE_URL, $KVID_REDIS_URL, else ${DEFAULT_URL}
   --key <hash>      The hash holding the counters. Default "kvid"
                     (daily, cleanup: "kvid:daily:<name>")

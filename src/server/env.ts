@@ -25,9 +25,9 @@ export interface EnvConfig {
  * Read the service's configuration from environment variables:
  *
  * - `KVID_STORE_URL`: the store, its scheme picks the kind: `redis://[user:password@]host:port[/db]`
- *   or `rediss://` (Redis, Valkey, Kvrocks, with node-redis); `postgres://`, `postgresql://`,
- *   `mysql://` (refused with a `"config"` error until this version has those stores); another
- *   scheme is refused at startup. Unset: Deno KV.
+ *   or `rediss://` (Redis, Valkey, Kvrocks, with node-redis); `postgres://`, `postgresql://`
+ *   (`PostgresStore` with npm:pg), `mysql://` (`MySqlStore` with npm:mysql2), each driver loaded
+ *   only when its scheme is used; another scheme is refused at startup. Unset: Deno KV.
  * - `KVID_REDIS_URL`: the same for a Redis URL, as before `KVID_STORE_URL` (both set: the same URL).
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,

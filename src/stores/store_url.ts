@@ -7,8 +7,8 @@
  * | scheme                       | store                                    |
  * | ---------------------------- | ---------------------------------------- |
  * | `redis://`, `rediss://`      | Redis, Valkey, Kvrocks (node-redis)      |
- * | `postgres://`, `postgresql://` | PostgreSQL: not in this version yet    |
- * | `mysql://`                   | MySQL, MariaDB: not in this version yet  |
+ * | `postgres://`, `postgresql://` | PostgreSQL (`PostgresStore`, npm:pg)   |
+ * | `mysql://`                   | MySQL, MariaDB (`MySqlStore`, npm:mysql2) |
  *
  * @module
  */
@@ -91,24 +91,57 @@ interface Opened {
 /** A kind's factory: imports its driver (only then) and connects. */
 type Factory = (url: string, options: { timeout: number }) => Promise<Opened>;
 
-// The SQL stores, by kind. A kind missing here is refused at once with a "config" error.
-const FACTORIES: Partial<Record<Exclude<StoreKind, "redis">, Factory>> = {};
+// The SQL stores, by kind, each importing its store and driver only when its scheme is used.
+const FACTORIES: Readonly<Record<Exclude<StoreKind, "redis">, Factory>> = {
+  postgres: async (url, { timeout }) => {
+    const [{ default: pg }, { PostgresStore }] = await Promise.all([
+      import("pg"),
+      import("./postgres/postgres_store.ts"),
+    ]);
+    const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: timeout });
+    // An idle client's error (a restarted server) is emitted on the pool: unheard, pg would
+    // crash the process; the next query reconnects.
+    pool.on("error", () => {});
+    return {
+      store: new PostgresStore(pool),
+      ping: async () => void await pool.query("SELECT 1"),
+      close: () => pool.end(),
+    };
+  },
+  mysql: async (url, { timeout }) => {
+    const [{ default: mysql }, { MySqlStore }] = await Promise.all([
+      import("mysql2/promise"),
+      import("./mysql/mysql_store.ts"),
+    ]);
+    // Integers as strings: a BIGINT above 2^53 is read exactly.
+    const pool = mysql.createPool({
+      uri: url,
+      connectTimeout: timeout,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+    });
+    return {
+      store: new MySqlStore(pool),
+      ping: async () => void await pool.query("SELECT 1"),
+      close: () => pool.end(),
+    };
+  },
+};
 
 /**
  * The store of a non-Redis URL, made lazily: nothing is imported or connected until the first
  * reservation or {@linkcode UrlStore.ready}. Redis URLs are left to the caller's own Redis
- * client (the service's, the CLI's), which knows Redis-only commands; a kind this version has no
- * store for is refused at once with a `"config"` {@linkcode KvIdError}.
+ * client (the service's, the CLI's), which knows Redis-only commands; an unknown scheme is
+ * refused at once with a `"config"` {@linkcode KvIdError}.
  *
- * @example PostgreSQL, not in this version yet
+ * @example PostgreSQL: nothing is loaded or connected until the first ID
  * ```ts
  * import { storeFromUrl } from "./store_url.ts";
  * import assert from "node:assert/strict";
  *
- * assert.throws(
- *   () => storeFromUrl("postgres://kvid@127.0.0.1/ids", { what: "KVID_STORE_URL" }),
- *   /postgres:\/\/ needs PostgresStore/,
- * );
+ * const opened = storeFromUrl("postgres://kvid:secret@127.0.0.1:5432/ids", { what: "KVID_STORE_URL" });
+ * assert.ok(opened.label === "postgres://kvid:***@127.0.0.1:5432/ids");
+ * await opened.close(); // never connected: nothing to close
  * ```
  *
  * @param url A `postgres://`, `postgresql://` or `mysql://` URL.
@@ -125,16 +158,6 @@ export function storeFromUrl(
     throw new TypeError("storeFromUrl: redis:// URLs are opened with a Redis client");
   }
   const factory = FACTORIES[kind];
-  const scheme = new URL(url).protocol;
-  if (factory === undefined) {
-    const entry = kind === "postgres"
-      ? "PostgresStore (@kvid/core/postgres)"
-      : "MySqlStore (@kvid/core/mysql)";
-    throw new KvIdError(
-      "config",
-      `${what}: ${scheme}// needs ${entry}, which this version of @kvid/core does not have yet: use redis:// or rediss://, or leave the URL unset for Deno KV`,
-    );
-  }
   const timeout = options.timeout ?? 5_000;
   let opened: Promise<Opened> | undefined;
   let closed = false;
@@ -180,6 +203,11 @@ export function storeFromUrl(
       return s.durability === undefined
         ? { durable: true, settings: {}, problems: [] }
         : await s.durability(key, durabilityOptions);
+    },
+    now: async () => {
+      const s = (await open()).store;
+      if (s.now === undefined) throw new KvIdError("config", `${what}: this store has no clock`);
+      return await s.now();
     },
   };
   return {
