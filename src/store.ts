@@ -70,11 +70,13 @@
  *
  * **Any store can be a member** (seed 003's outer and inner steps over several database instances):
  * `new InterleavedStore([new RedisStore(a), new DenoKvStore("./ids.sqlite3")], { block: 1000 })`
- * interleaves a Redis server and a Deno KV file the same way (`redis: [a, b, c]` is that store over
- * one `RedisStore` per client). A member records and checks the layout in the same atomic step as its
+ * interleaves a Redis server and a Deno KV file the same way, and `PostgresStore` and `MySqlStore`
+ * are members too (several databases, seed 003's outer and inner steps); `redis: [a, b, c]` is that
+ * store over one `RedisStore` per client. A member records and checks the layout in the same atomic step as its
  * increment when a reservation carries `ReserveOptions.layout`, and echoes it in the reply; a store
  * that does not (a custom one) is refused as a member with a `"config"` error. Deno KV keeps the
- * layout in the entry `[...prefix, key, "\0layout:<name>"]` next to the counter.
+ * layout in the entry `[...prefix, key, "\0layout:<name>"]` next to the counter, the SQL stores in the
+ * row's `layout` column.
  *
  * A reservation goes to the next healthy server in turn and takes whole blocks (one range each; a
  * segment may be several ranges). It sends the generator's high-water mark as a floor, so a server
