@@ -47,16 +47,25 @@
  * services; the doubling rule stays the default for compatibility with the Rust crate's behaviour.
  *
  * **The remembered step** (`rememberStep: true`, the default): a generator writes its step next to the
- * counter, in the field `"\0step:<name>"` of the same hash, when it changed (at most every 10 s) and
- * on `close()`; a new generator without `initialStep` reads it before its first reservation (one round
- * trip) and starts there, within `minStep`..`maxStep`, so a restarted or newly scaled process skips
+ * counter, in the field `"\0step:<name>"` of the same hash, when it changed (at most every 10 s, the
+ * first time 10 s after its first reservation, so a process killed young does not pass on a step it
+ * doubled at once) and on `close()`; a new generator without `initialStep` reads it in its first reservation (the same
+ * script, one round trip for the first ID; a separate lookup before it on Deno KV and without `guard`)
+ * and starts there, within `minStep`..`maxStep`, so a restarted or newly scaled process skips
  * the ramp-up; the step rule then adapts it as before. Last writer wins. A counter that never left
  * `minStep` gets no such field. `DailyId` does not use it (a new day starts at the step the day before
  * reached). On Deno KV it is the entry `[...prefix, key, "\0step:<name>"]`. Measured (2026-12-01,
  * redis 7.0, 2 shared cores): in the first 3 s of a ramp to 200,000 IDs/s after a restart, 2 round
  * trips and 5 calls waiting for a reservation instead of 20 and 34
- * ([bench/RESULTS.md](bench/RESULTS.md#restarts)). The price: several processes restarted together
- * each start with a large segment, and all but the last to reserve leave it unused.
+ * (bench/restarts.ts). Several processes restarted together each start with a large segment; on
+ * `close()` what they did not use goes back to the counter's pool (see _What a restart costs_).
+ *
+ * **No ramp-up for a new name**: under both rules the step is at least what the callers take in 8
+ * round trips at the rate seen since the previous reservation (over the first round trip, for the
+ * first), so a new name under load skips the doublings that would each make its callers wait, while
+ * an idle one stays small (one call on a new name: 8 IDs). Measured on 10,000 new names in one
+ * process (bench/deploy_bench.ts, 2026-12-01): 2 reservations per name instead of 6, and no call
+ * waited once its name's first reservation had landed (before: 78,050 of 128,050).
  *
  * Either way, callers already waiting size a reservation up to `maxStep` (1,000 callers at a boundary
  * take one round trip, not 1,000 / step).
@@ -81,7 +90,7 @@
  * | `replicas`        | `0`               | hand a reservation's IDs out only once this many replicas acknowledged it (`WAIT`; see _Replicated Redis_)                                       |
  * | `waitAof`         | `true`            | hand a reservation's IDs out only once the server fsynced it to its AOF (`WAITAOF 1 0`; Redis/Valkey >= 7.2, skipped without it; see _Operating it_) |
  * | `rememberStep`    | `true`            | remember the step next to the counter and start from it (see _How it works_); `initialStep` wins                                                 |
- * | `giveBack`        | `true`            | on `close()`, give the unused top of the last reservation back if nobody reserved since (see _What a restart costs_)                             |
+ * | `giveBack`        | `true`            | on `close()`, give every unused ID back: to the counter at its top, else to its pool, which the next reservation takes first (see _What a restart costs_) |
  * | `stepRule`        | `"doubling"`      | how the step adapts: `"doubling"` or `"rate"` (see _How it works_)                                                                               |
  * | `clock`           | `performance.now` | millisecond clock the step adapts by (inject one in tests)                                                                                       |
  * | `store`           | –                 | a custom `Store` instead of `redis` (other backends, tests)                                                                                      |
@@ -334,22 +343,31 @@
  *
  * ### What a restart costs
  *
- * - **A process** (deploy, crash, `kill -9`): the IDs it had buffered are never handed out, a gap of
- *   about one step (up to `2 × step` with prefetch; `stats().step` says how much). Nothing else: a new
- *   process reserves above everything reserved before. Smaller `segmentDuration` or `maxStep` means
- *   smaller gaps and more round trips.
- * - **A clean shutdown** (`close()` or `shutdown()`): the unused IDs at the top of the last
- *   reservation (and of one that lands during `close()`) are given back when nobody reserved after it:
- *   one compare-and-set script lowers the counter to the last ID handed out only if it still equals
- *   the end of that reservation, never otherwise. With one process a clean restart leaves no gap; with
- *   several on one counter only the last to reserve gives back, the others leave their gap. Not given
+ * - **A process that dies** (crash, `kill -9`, no `close()`): the IDs it had buffered are never handed
+ *   out, a gap of about one step (up to `2 × step` with prefetch; `stats().step` says how much): at
+ *   the defaults (`segmentDuration` 10 min, `maxStep` 1,000,000) up to 2M IDs, about 2 ×
+ *   `segmentDuration` of its traffic when that is less. Nothing else: a new process reserves above
+ *   everything reserved before. `segmentDuration` is the knob: shorter, smaller gaps and more round
+ *   trips (one per `segmentDuration` at a steady rate). Measured (bench/deploy_bench.ts, 2026-12-01):
+ *   4 processes at 50,000 IDs/s, one killed and restarted every 1.25 s, density 0.61 to 0.63
+ *   (before this release 0.66 to 0.75: the steps grew more slowly).
+ * - **A clean shutdown** (`close()` or `shutdown()`): every unused ID it buffered (and those of a
+ *   reservation that lands during `close()`) is given back, in one script: the range at the counter's
+ *   top lowers the counter (a compare-and-set: only if it still equals the end of that reservation),
+ *   the others go to the counter's pool, the field `"\0pool:<name>"` (at most 64 ranges, sorted,
+ *   adjacent ones merged). Every reservation takes from the pool first, in its own script, the lowest
+ *   range above the IDs the reserving generator already holds (so IDs still strictly increase per
+ *   generator), at most the count it asked for; a counter found rolled back drops its pool (its
+ *   ranges may have been handed out since). So processes restarted in turn leave no gap: measured
+ *   (2026-12-01, redis 7.0, 2 shared cores), 4 processes at 50,000 IDs/s each, restarted with
+ *   `close()` in turn every 5 s, 3 cycles: density 1.000 (every ID the counter rose by handed out or
+ *   in the pool; before, 0.43 to 0.49), with fewer server commands per restart (17 to 22 instead of
+ *   32). A pooled range can be handed out after IDs above it (trend-increasing across processes, as
+ *   ever; a range waits in the pool until a generator below it or a new one reserves). Not given
  *   back: without scripting (a plain read then write could lower a counter another process just
- *   raised), with interleaved servers, after a crash, or with `giveBack: false`. On Deno KV the same
- *   check is an atomic operation on the entry's versionstamp. Measured (2026-12-01, redis 7.0, 2
- *   shared cores, 50,000 IDs/s for 10 s then `close()`): one process, a gap of 141,993 of 524,910
- *   reserved IDs per restart before, 0 after; four on one counter, 307,807 before, 235,730 with the
- *   give-back alone ([bench/RESULTS.md](bench/RESULTS.md#restarts), which also shows what the
- *   remembered step costs there).
+ *   raised), with `guard: false` (plain `HINCRBY` never reads the pool), with interleaved servers,
+ *   after a crash, to a full pool, or with `giveBack: false`. On Deno KV only the top range is given
+ *   back (an atomic operation on the entry's versionstamp), as before.
  * - **The server, with the settings above**: calls keep getting buffered IDs. The first call that
  *   finds none waits up to `timeout` while reservations are retried, then rejects with a `"timeout"`
  *   `KvIdError`. From then on the store is known down: with `failFast` (the default) a call that finds
@@ -501,6 +519,8 @@ export type {
 } from "./src/kvid_options.ts";
 export type { DurabilityMode } from "./src/durability.ts";
 export type { StepRule } from "./src/step.ts";
+export type { Codec } from "./src/codec/codec.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
-// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv".
+// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv"; public forms of IDs (fixed
+// width, radix 36/62, keyed FF1 encryption) are "@kvid/core/codec".

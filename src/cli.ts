@@ -36,6 +36,8 @@
  * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked       |
  * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old                   |
  * | `durability`                                               | prints what the server can lose and the fix; exit 1 if a generator would refuse it |
+ * | `encode [ID ...] [--form F] [--width N] [--encrypt]`       | writes IDs in a public form (`@kvid/core/codec`); no server                      |
+ * | `decode [TEXT ...] [--form F] [--width N] [--encrypt]`     | reads public forms back into IDs                                                 |
  *
  * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults
  * to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`; its scheme picks the
@@ -50,6 +52,11 @@
  * of the hash, the daily serials (hashes `kvid:daily:<name>`) as
  * `name<TAB>(daily, 3 days, last 20261201 42)` (with `--json`, under `"daily"`) when no `--key` is
  * given.
+ *
+ * `encode` and `decode` take values as arguments or, without any, one a line on standard input
+ * (`kvid next order -n 1000 | kvid encode --form base62 --width 7`). `--encrypt` is the keyed form
+ * (FF1), with the key in hex in `$KVID_ID_KEY` (never an argument: `ps` and shell history show
+ * those); `--tweak` should be the generator's name. `kvid encode --help` lists the options.
  *
  * A counter of interleaved servers (`redis: [a, b]`) holds, on each server, that server's next block
  * cycle, not an ID: `next`, `get` and `floor` refuse it (exit 1, naming the layout), and `list` shows
@@ -468,6 +475,17 @@ export async function main(args: string[]): Promise<number> {
     else console.error(`kvid: ${message}`);
     return exit;
   };
+  if (args[0] === "encode" || args[0] === "decode") {
+    // Public forms: no server; loaded here so the other commands do not load the cipher.
+    const { codecCommand, processIo } = await import("./cli/codec.ts");
+    try {
+      return await codecCommand(args[0], args.slice(1), processIo());
+    } catch (err) {
+      if (err instanceof CliError) return fail(err.exit, err.message);
+      if (err instanceof Deno.errors.BrokenPipe) return EXIT.ok;
+      throw err;
+    }
+  }
   let parsed;
   try {
     parsed = parse(args);

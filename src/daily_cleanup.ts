@@ -10,6 +10,7 @@ import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
 import type { RedisClient } from "./redis_store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { toKvIdError } from "./store_errors.ts";
+import { poolField } from "./store_contract.ts";
 import { checkInteger, describe } from "./validate.ts";
 
 /** The fewest days a cleanup keeps. */
@@ -19,12 +20,13 @@ export const MAX_KEEP_DAYS = 100_000;
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
 // strings); other fields are left alone, and so is a date-named counter of interleaved servers
-// (it has a layout field: a KvId's, not a day's). Returns how many were deleted.
+// (it has a layout field: a KvId's, not a day's). A deleted day's pool of given-back ranges
+// (ARGV[3] then the day) goes with it. Returns how many were deleted.
 const CLEANUP_SCRIPT = new LuaScript(`local n = 0
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if #f == 8 and string.match(f, '^%d+$') and f < ARGV[1]
     and redis.call('HEXISTS', KEYS[1], ARGV[2] .. f) == 0 then
-    redis.call('HDEL', KEYS[1], f)
+    redis.call('HDEL', KEYS[1], f, ARGV[3] .. f)
     n = n + 1
   end
 end
@@ -58,7 +60,11 @@ export async function deleteDaysBefore(
   try {
     let reply: unknown;
     try {
-      reply = await CLEANUP_SCRIPT.run(client, [key], [before, LAYOUT_FIELD_PREFIX]);
+      reply = await CLEANUP_SCRIPT.run(client, [key], [
+        before,
+        LAYOUT_FIELD_PREFIX,
+        poolField(""),
+      ]);
     } catch (err) {
       if (!isNoScripting(err) || client.sendCommand === undefined) throw err;
       const fields = await client.sendCommand("HKEYS", [key]);

@@ -177,6 +177,32 @@ async function info(
 
 const DEFAULT_APPENDFSYNC = "everysec";
 
+// Reads in flight, per client and hash: generators that start together share one (10,000 new
+// names at once: one INFO script and three CONFIG GET, not 10,000 of each). A finished read
+// is never reused: a later probe (after a failure or a rollback) reads the server again.
+const inFlight = new WeakMap<RedisClient, Map<string, ReturnType<typeof readServer>>>();
+
+function serverReads(client: RedisClient, key: string): ReturnType<typeof readServer> {
+  let reads = inFlight.get(client);
+  if (reads === undefined) inFlight.set(client, reads = new Map());
+  const shared = reads.get(key);
+  if (shared !== undefined) return shared;
+  const read = readServer(client, key);
+  reads.set(key, read);
+  const done = () => reads.delete(key);
+  read.then(done, done);
+  return read;
+}
+
+function readServer(client: RedisClient, key: string) {
+  return Promise.all([
+    info(client, key),
+    config(client, "appendfsync"),
+    config(client, "save"),
+    config(client, "rocksdb.write_options.sync"),
+  ]);
+}
+
 /**
  * Read the durability of the Redis, Valkey or Kvrocks server behind `client` for hash `key`:
  * `INFO server`, `persistence` and `memory` and the hash's `PTTL` (one script), with
@@ -189,12 +215,7 @@ export async function probeRedis(
   key: string,
   options: DurabilityOptions,
 ): Promise<StoreDurability> {
-  const [read, appendfsync, save, sync] = await Promise.all([
-    info(client, key),
-    config(client, "appendfsync"),
-    config(client, "save"),
-    config(client, "rocksdb.write_options.sync"),
-  ]);
+  const [read, appendfsync, save, sync] = await serverReads(client, key);
   const i = read.info;
   const stated = options.stated ?? {};
   const settings: Record<string, string> = {};

@@ -57,7 +57,17 @@ export interface KvIdOptions {
    * rate (or carries a step over from a previous generator) skips the ramp-up.
    */
   initialStep?: number;
-  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000 (10 min). */
+  /**
+   * Target lifetime of a segment in ms, which the step adapts to: the one knob between round
+   * trips and crash waste. A process that dies without `close()` (`SIGKILL`, a crash) loses what
+   * it buffered: its segment and the one reserved ahead, at most 2 x `maxStep` and about 2 x
+   * `segmentDuration` of its traffic (at the default 10 min and 1,000,000, up to 2M IDs, 40 s of
+   * 50,000 IDs/s; measured: 4 processes at 50,000 IDs/s, one killed every 1.25 s, density 0.61 to 0.63).
+   * Shorter: less lost per crash, one reservation per `segmentDuration` more often. A clean
+   * `close()` loses nothing (see `giveBack`).
+   *
+   * @default {600000}
+   */
   segmentDuration?: number;
   /**
    * Fraction of the current segment left when the next one is reserved in the background,
@@ -94,17 +104,24 @@ export interface KvIdOptions {
   /** How far past the floor a counter found below it is raised. Default 0. */
   rollbackMargin?: number;
   /**
-   * On `close()`, give the unused IDs at the top of the buffer back to the counter when nobody
-   * reserved after this generator: one compare-and-set script sets the counter to the first
-   * unused ID minus 1 only if it still equals the end of the last reservation. Not done without
-   * scripting or with interleaved servers (the IDs stay a gap, as before).
+   * On `close()`, give every unused ID buffered back, in one script: the range at the top of the
+   * counter lowers it (compare-and-set: only if the counter still ends where this generator's
+   * last reservation did), the others go to the counter's pool (the hash field
+   * `"\0pool:<name>"`, at most 64 ranges), which the next reservation of that counter takes from
+   * first, in its own script, only above what the reserving generator already holds. So several
+   * processes restarted in turn leave no gap: 4 processes at 50,000 IDs/s restarted with `close()`
+   * every 1.25 s in turn handed out every ID the counter rose by (bench/deploy_bench.ts). A pooled
+   * range may be handed out a while after IDs above it (trend-increasing, not increasing, across
+   * processes, as before). Not done without scripting, with `guard: false` (plain `HINCRBY` never
+   * reads the pool) or with interleaved servers; a full pool drops the rest (a gap); a counter
+   * found rolled back drops its pool.
    *
-   * @default true
+   * @default {true}
    */
   giveBack?: boolean;
   /**
-   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s
-   * and on `close()`) and, without `initialStep`, start from the remembered one (within
+   * Remember the step next to the counter (the hash field `"\0step:<name>"`, at most every 10 s,
+   * the first time 10 s after the first reservation, and on `close()`) and, without `initialStep`, start from the remembered one (within
    * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
    * ramp-up. Needs scripting; the Rust crate ignores the field.
    *

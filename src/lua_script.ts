@@ -9,13 +9,17 @@ import type { RedisClient } from "./redis_store.ts";
 import { errorMessage } from "./store_errors.ts";
 
 /**
- * A Lua script run with `EVALSHA`, sent whole with `EVAL` when the server answers `NOSCRIPT`
- * (first use, or after a restart or `SCRIPT FLUSH`).
+ * A Lua script: sent whole with `EVAL` on its first use on a client (which also loads it into the
+ * server's script cache), then run with `EVALSHA`, sent whole again when the server answers
+ * `NOSCRIPT` (after a restart or `SCRIPT FLUSH`). A fresh process's first reservation is one round
+ * trip, not a `NOSCRIPT` then an `EVAL`.
  */
 export class LuaScript {
   /** The script's source. */
   readonly source: string;
   #sha: Promise<string> | undefined;
+  // Clients this script was sent to whole: EVALSHA from then on.
+  readonly #sent = new WeakSet<RedisClient>();
 
   /** @param source The script's source. */
   constructor(source: string) {
@@ -27,6 +31,13 @@ export class LuaScript {
     this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(
       (d) => Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join(""),
     );
+    if (!this.#sent.has(client)) {
+      // Marked when sent: the EVALSHA of a reservation made meanwhile reaches the server after
+      // this EVAL on the same connection (10,000 new names at once sent the script once, not
+      // 10,000 times); a cluster node that has not seen it answers NOSCRIPT, handled below.
+      this.#sent.add(client);
+      return await client.eval(this.source, keys, args);
+    }
     try {
       return await client.evalsha(await this.#sha, keys, args);
     } catch (err) {

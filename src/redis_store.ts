@@ -15,7 +15,7 @@ import type {
   Store,
   StoreDurability,
 } from "./store_contract.ts";
-import { stepField } from "./store_contract.ts";
+import { poolField, stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
 import {
   LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX,
@@ -120,6 +120,13 @@ export const LUA_BELOW = `local function below(a, b)
 end
 `;
 
+// ARGV: 1 field, 2 count, 3 floor, 4 raise-to, 5 the step field or '' (read the remembered step
+// and reserve at least that many, at most ARGV[6]), 7 the pool field or '' (take from the pool).
+// Replies {last, raised, count, first or false, remembered step or false}; values as strings.
+// A pooled range is taken only above the floor (never below what the caller holds); the first
+// such range, or its first `count` IDs when its end is below 10^15 (exact in Lua's doubles). A
+// raised counter (the server lost data) drops the pool: its ranges may have been handed out
+// since.
 const RESERVE_SCRIPT = new LuaScript(
   LUA_BELOW + `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
   return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
@@ -134,10 +141,43 @@ if floor ~= '0' then
     raised = 1
   end
 end
-redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+local count = tonumber(ARGV[2])
+local step = false
+if ARGV[5] ~= '' then
+  step = redis.call('HGET', KEYS[1], ARGV[5])
+  local n = step and string.match(step, '^%d+$') and #step < 16 and tonumber(step)
+  if n and n > count then count = math.min(n, tonumber(ARGV[6])) end
+end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised, ttl}`,
+if ARGV[7] ~= '' then
+  local pool = redis.call('HGET', KEYS[1], ARGV[7])
+  if pool and raised == 1 then
+    redis.call('HDEL', KEYS[1], ARGV[7])
+  elseif pool then
+    local kept = {}
+    local first, last
+    for a, b in string.gmatch(pool, '(%d+)-(%d+)') do
+      if first == nil and below(floor, a) then
+        first = a
+        last = b
+        if #b < 16 and tonumber(b) - tonumber(a) + 1 > count then
+          last = string.format('%.0f', tonumber(a) + count - 1)
+          table.insert(kept, string.format('%.0f', tonumber(a) + count) .. '-' .. b)
+        end
+      else
+        table.insert(kept, a .. '-' .. b)
+      end
+    end
+    if first ~= nil then
+      if #kept == 0 then redis.call('HDEL', KEYS[1], ARGV[7])
+      else redis.call('HSET', KEYS[1], ARGV[7], table.concat(kept, ' ')) end
+      return {last, raised, 0, first, step, ttl}
+    end
+  end
+end
+redis.call('HINCRBY', KEYS[1], ARGV[1], count)
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`,
 );
 
 // The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
@@ -176,6 +216,54 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
   return 1
 end
 return 0`);
+
+/** The most ranges a counter's pool holds; a give-back to a full pool is dropped (a gap). */
+const POOL_MAX = 64;
+
+// ARGV: 1 field, 2 pool field, 3 the top range's last ID, 4 its first ID - 1, then ranges
+// "first-last" in increasing order, the top one last. The top one lowers the counter if it still
+// ends there (compare-and-set, as RELEASE_SCRIPT); the others, and the top one otherwise, join
+// the pool, kept sorted, at most POOL_MAX. Replies how many ranges were given back.
+const GIVE_BACK_SCRIPT = new LuaScript(
+  LUA_BELOW + `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
+  return 0
+end
+local n = #ARGV - 4
+local given = 0
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+  n = n - 1
+  given = 1
+end
+if n == 0 then return given end
+local entries = {}
+local pool = redis.call('HGET', KEYS[1], ARGV[2])
+if pool then
+  for a, b in string.gmatch(pool, '(%d+)-(%d+)') do table.insert(entries, {a, b}) end
+end
+for i = 5, 4 + n do
+  local a, b = string.match(ARGV[i], '^(%d+)-(%d+)$')
+  if a and #entries < ${POOL_MAX} then
+    table.insert(entries, {a, b})
+    given = given + 1
+  end
+end
+table.sort(entries, function(x, y) return below(x[1], y[1]) end)
+local out = {}
+local prev
+for _, e in ipairs(entries) do
+  -- Adjacent ranges merge (exact below 10^15; larger ones stay apart).
+  if prev and #prev[2] < 16 and #e[1] < 16 and tonumber(prev[2]) + 1 == tonumber(e[1]) then
+    prev[2] = e[2]
+    out[#out] = prev[1] .. '-' .. prev[2]
+  else
+    prev = {e[1], e[2]}
+    table.insert(out, e[1] .. '-' .. e[2])
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[2], table.concat(out, ' '))
+return given`,
+);
 
 // Reads (and with ARGV[2], first writes) the remembered step of a counter.
 const STEP_SCRIPT = new LuaScript(`if ARGV[2] ~= '' then
@@ -240,6 +328,8 @@ export function resolveRedis(source: RedisSource): Promise<RedisClient> {
  * ```
  */
 export class RedisStore implements Store {
+  /** The reserve script reads the remembered step in the same call. */
+  readonly reservesStep = true;
   readonly #source: RedisSource;
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
@@ -300,7 +390,8 @@ export class RedisStore implements Store {
       }
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
-        const reply = await this.#script(client, key, field, count, { ...options, floor });
+        const pool = options.guard && options.pool === true; // the floor bounds what it takes
+        const reply = await this.#script(client, key, field, count, { ...options, floor, pool });
         if (reply !== undefined) return reply;
       }
       await this.#checkPlain(client, key, field);
@@ -329,7 +420,10 @@ export class RedisStore implements Store {
       // bigint mode: read the next range exactly through the script (its reply is a string).
       this.#rounding = true;
       if (this.#scripting) {
-        const reply = await this.#script(client, key, field, count, { ...options, floor: 0n });
+        // Only the increment's exact value is wanted here: never the pool (a pooled range may
+        // lie below what the caller holds, which the floor 0 would not exclude).
+        const exactOnly = { ...options, floor: 0n, pool: false, loadStep: false };
+        const reply = await this.#script(client, key, field, count, exactOnly);
         if (reply !== undefined) return reply;
       }
       throw new KvIdError(
@@ -487,7 +581,15 @@ export class RedisStore implements Store {
     // A counter is never written past 2^63-1 (no client could increment it again): capped, the
     // increment overflows and the counter stays a valid integer.
     const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
-    const args = [field, String(count), String(options.floor), String(raiseTo)];
+    const args = [
+      field,
+      String(count),
+      String(options.floor),
+      String(raiseTo),
+      options.loadStep === true ? stepField(field) : "",
+      String(Math.max(count, options.maxCount ?? count)),
+      options.pool === true ? poolField(field) : "",
+    ];
     let reply: unknown;
     try {
       reply = await RESERVE_SCRIPT.run(client, [key], args);
@@ -498,15 +600,59 @@ export class RedisStore implements Store {
       }
       throw err;
     }
-    if (!Array.isArray(reply) || reply.length < 2) {
+    if (!Array.isArray(reply) || reply.length < 3) {
       throw new Error(`unexpected script reply ${String(reply)}`);
     }
-    const value = parseInteger(reply[0]);
-    if (value === undefined || !value.exact) {
+    // Lua's false arrives as null (RESP2) or false (RESP3): anything not an integer reads as none.
+    const last = parseInteger(reply[0]);
+    const pooledFirst = parseInteger(reply[3]);
+    const used = parseInteger(reply[2]);
+    if (last === undefined || !last.exact || used === undefined) {
       throw new Error(`unexpected script reply ${String(reply[0])}`);
     }
-    const ttlRemovedMs = Number(String(reply[2] ?? 0)) || 0;
-    return { ranges: [range(value.value, count)], raised: Number(reply[1]) === 1, ttlRemovedMs };
+    const first = pooledFirst !== undefined && pooledFirst.exact
+      ? pooledFirst.value
+      : last.value - used.value + 1n;
+    if (first > last.value) throw new Error(`unexpected script reply ${String(reply)}`);
+    const remembered = parseInteger(reply[4])?.value;
+    const step = remembered !== undefined && remembered > 0n &&
+        remembered <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(remembered)
+      : undefined;
+    const ttlRemovedMs = Number(String(reply[5] ?? 0)) || 0;
+    return {
+      ranges: [{ first, last: last.value }],
+      raised: Number(reply[1]) === 1,
+      step,
+      ttlRemovedMs,
+    };
+  }
+
+  /**
+   * Give back every unused range of the caller; see {@linkcode Store.giveBack}. 0 without
+   * scripting (a plain read then write could lower a counter another process just raised).
+   */
+  async giveBack(key: string, field: string, ranges: IdRange[]): Promise<number> {
+    const valid = ranges.filter((r) => r.first >= 1n && r.last >= r.first);
+    const top = valid.at(-1);
+    if (!this.#scripting || top === undefined) return 0;
+    const client = await resolveRedis(this.#source);
+    const args = [
+      field,
+      poolField(field),
+      String(top.last),
+      String(top.first - 1n),
+      ...valid.map((r) => `${r.first}-${r.last}`),
+    ];
+    try {
+      return Number(await GIVE_BACK_SCRIPT.run(client, [key], args));
+    } catch (err) {
+      if (isReplyError(err) && isNoScripting(err)) {
+        this.#scripting = false;
+        return 0;
+      }
+      throw toKvIdError(err, key, field);
+    }
   }
 }
 
@@ -552,6 +698,36 @@ export async function waitForAof(
   ms: number,
 ): Promise<boolean> {
   if (withoutWaitAof.has(client)) return false;
+  // The first WAITAOF on a client finds out whether the server has it; reservations made
+  // meanwhile wait for that answer rather than each sending one (10,000 new names at once on
+  // Redis 7.0 sent 10,000 WAITAOF that all failed).
+  const probe = aofProbes.get(client);
+  if (probe !== undefined) {
+    await probe.catch(() => {});
+    if (withoutWaitAof.has(client)) return false;
+  } else if (!aofKnown.has(client)) {
+    const sent = sendWaitAof(client, key, field, ms);
+    aofProbes.set(client, sent);
+    try {
+      return await sent;
+    } finally {
+      aofProbes.delete(client);
+    }
+  }
+  return await sendWaitAof(client, key, field, ms);
+}
+
+// A client's first WAITAOF, in flight: the others wait for what it finds.
+const aofProbes = new WeakMap<RedisClient, Promise<boolean>>();
+// Clients whose server answered WAITAOF once (it has the command).
+const aofKnown = new WeakSet<RedisClient>();
+
+async function sendWaitAof(
+  client: RedisClient,
+  key: string,
+  field: string,
+  ms: number,
+): Promise<boolean> {
   const where = { key, field };
   let reply: unknown;
   try {
@@ -600,6 +776,7 @@ export async function waitForAof(
       where,
     );
   }
+  aofKnown.add(client);
   if (local.value < 1n) {
     throw new KvIdError(
       "timeout",

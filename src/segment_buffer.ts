@@ -146,6 +146,24 @@ export class SegmentBuffer {
     return first === undefined ? undefined : { first, last: this.high };
   }
 
+  /**
+   * Every unused ID buffered, as increasing ranges (contiguous segments merged): what `close()`
+   * gives back to a store with a pool of given-back ranges.
+   */
+  unusedRanges(): IdRange[] {
+    const out: IdRange[] = [];
+    const push = (first: bigint, n: number) => {
+      if (n <= 0) return;
+      const last = first + BigInt(n) - 1n;
+      const prev = out.at(-1);
+      if (prev !== undefined && prev.last + 1n === first) prev.last = last;
+      else out.push({ first, last });
+    };
+    push(this.first + BigInt(this.used), this.size - this.used);
+    for (const s of this.ahead) push(s.first, s.size);
+    return out;
+  }
+
   /** Drop everything buffered (the high-water mark stays). */
   clear(): void {
     this.size = 0;

@@ -16,7 +16,8 @@
  * because every reservation is one atomic increment of the same field.
  *
  * By default (`guard: true`) the reservation is the same increment inside a small Lua script
- * (`EVALSHA`, falling back to `EVAL` on `NOSCRIPT`; the only key is declared in `KEYS`): it first
+ * (`EVAL` on a client's first use, which also caches it on the server, `EVALSHA` after, `EVAL` again
+ * on `NOSCRIPT`; the only key is declared in `KEYS`): it first
  * raises the field to the generator's high-water mark if the field is below it (a server that lost
  * data), then runs `HINCRBY`, and returns the new value as a **string**, so values above 2^53 are read
  * exactly (Lua numbers are doubles). The field is compared as a decimal string, never as a Lua number.
@@ -24,13 +25,16 @@
  * scripting makes the guarded path fall back to it. Names and keys are passed as arguments, never
  * spliced into the script.
  *
- * Two more scripts, both optional to the wire format (the Rust crate neither runs nor reads them):
- * `close()` gives the unused top of its last reservation back with a compare-and-set (`HSET` the field
- * to the last ID handed out only if `HGET` still equals the end of that reservation), and the
- * remembered step lives in the field `"\0step:<name>"` (`HGET`/`HSET`), which the NUL byte keeps apart
- * from counter names. `kvid list` leaves those fields out.
+ * The same script reads the remembered step (the field `"\0step:<name>"`, which the NUL byte keeps
+ * apart from counter names) on a generator's first reservation and reserves at least that many, so
+ * the first ID is one round trip; and it takes from the counter's pool (`"\0pool:<name>"`) first
+ * when that holds a range above the floor. `close()` gives every unused range back in one more
+ * script: the one at the counter's top with a compare-and-set (`HSET` the field to the last ID
+ * handed out only if `HGET` still equals the end of that reservation), the others into the pool,
+ * so processes restarted in turn leave no gap. The Rust crate neither runs nor reads any of it: its
+ * `HINCRBY` goes above every pooled range. `kvid list` leaves those fields out.
  *
- * Commands used: `HINCRBY`, `HGET`, `HSET`, `EVAL`, `EVALSHA`, all supported by Kvrocks.
+ * Commands used: `HINCRBY`, `HGET`, `HSET`, `HDEL`, `EVAL`, `EVALSHA`, all supported by Kvrocks.
  *
  * ## Scaling out
  *
@@ -124,4 +128,4 @@ export type {
   Store,
   StoreDurability,
 } from "./store_contract.ts";
-export { stepField } from "./store_contract.ts";
+export { poolField, stepField } from "./store_contract.ts";

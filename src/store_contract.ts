@@ -47,6 +47,11 @@ export interface IdRange {
  */
 export interface Reservation {
   /**
+   * The counter's remembered step, when the reservation was asked to read it
+   * ({@linkcode ReserveOptions.loadStep}) and one was there.
+   */
+  step?: number;
+  /**
    * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
    * for a single counter, several when a store interleaves blocks.
    */
@@ -121,6 +126,24 @@ export interface ReserveOptions {
    * would repeat the set's IDs). Default: none, a single-store counter.
    */
   layout?: string;
+  /**
+   * Also read the counter's remembered step ({@linkcode stepField}) in the same atomic call and
+   * reserve at least that many IDs (at most `maxCount`), reporting it in
+   * {@linkcode Reservation.step}. Asked only of a store whose `reservesStep` is true.
+   *
+   * @default {false}
+   */
+  loadStep?: boolean;
+  /** The most IDs `loadStep` may raise the count to (the generator's `maxStep`). */
+  maxCount?: number;
+  /**
+   * Take the IDs from the counter's pool of given-back ranges ({@linkcode poolField}) first, when
+   * it holds a range above `floor`: then the reservation may hold fewer IDs than `count`.
+   * Asked only of a store with `giveBack`.
+   *
+   * @default {false}
+   */
+  pool?: boolean;
 }
 
 /**
@@ -237,6 +260,16 @@ export interface Store {
    */
   release?(key: string, field: string, range: IdRange): Promise<boolean>;
   /**
+   * Optional: give back every unused range of the caller (increasing, from its reservations), on
+   * close, atomically: the one ending at the counter's current value lowers the counter (as
+   * `release`), the others go to the counter's pool ({@linkcode poolField}), which the next
+   * reservation with `pool` takes from first. Resolves to how many ranges were given back (a
+   * full pool drops the rest: a gap, never a duplicate).
+   */
+  giveBack?(key: string, field: string, ranges: IdRange[]): Promise<number>;
+  /** True when `reserve` honours {@linkcode ReserveOptions.loadStep} (one round trip). */
+  readonly reservesStep?: boolean;
+  /**
    * Optional: the step the counter's processes last used, remembered next to it (see
    * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.
    */
@@ -277,4 +310,24 @@ export interface Store {
  */
 export function stepField(field: string): string {
   return `\0step:${field}`;
+}
+
+/**
+ * The hash field holding a counter's pool of given-back ranges: `"\0pool:"` then the name. Its
+ * value is up to 64 ranges `first-last` in increasing order, separated by spaces; the Rust crate
+ * never reads it (it increments its own field, above every pooled range).
+ *
+ * @example
+ * ```ts
+ * import { poolField } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(poolField("order") === "\0pool:order"); // HGET kvid "\0pool:order" -> "901-1000"
+ * ```
+ *
+ * @param field The counter's name.
+ * @returns The field next to it, in the same hash.
+ */
+export function poolField(field: string): string {
+  return `\0pool:${field}`;
 }

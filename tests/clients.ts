@@ -105,14 +105,25 @@ export class Spy implements RedisClient {
     return this.#track(Number(n), () => this.#inner.hincrby(key, field, n));
   }
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (4 arguments) is a reservation; giving IDs back on close is not.
-    if (args.length !== 4) return this.#inner.eval(script, keys, args);
-    return this.#track(Number(args[1]), () => this.#inner.eval(script, keys, args), false);
+    // Only the reserve script (7 arguments) is a reservation; giving IDs back on close is not.
+    if (args.length !== 7) return this.#inner.eval(script, keys, args);
+    // EVAL after a NOSCRIPT completes the EVALSHA counted already; a first use is a reservation.
+    const retry = this.#noScript;
+    this.#noScript = false;
+    return this.#track(Number(args[1]), () => this.#inner.eval(script, keys, args), !retry);
   }
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
-    if (args.length !== 4) return this.#inner.evalsha(sha, keys, args);
-    return this.#track(Number(args[1]), () => this.#inner.evalsha(sha, keys, args));
+    if (args.length !== 7) return this.#inner.evalsha(sha, keys, args);
+    return this.#track(Number(args[1]), async () => {
+      try {
+        return await this.#inner.evalsha(sha, keys, args);
+      } catch (err) {
+        if (/NOSCRIPT/.test(String((err as Error)?.message ?? err))) this.#noScript = true;
+        throw err;
+      }
+    });
   }
+  #noScript = false;
 
   async #track(n: number, run: () => Promise<unknown>, count = true): Promise<unknown> {
     // The store sends EVALSHA first and EVAL only after NOSCRIPT: count that pair once.

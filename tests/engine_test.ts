@@ -110,6 +110,40 @@ Deno.test("StepSizer rate: sized by the measured rate, at most x16 up and /2 dow
   assert.equal(capped.step, 10, "never below minStep");
 });
 
+Deno.test("StepSizer ramp-up: a step outlasts 8 round trips at the rate seen, under both rules", () => {
+  for (const rule of ["doubling", "rate"] as const) {
+    const s = new StepSizer(1, 1_000_000, 600_000, rule);
+    // First reservation: 40 calls queued during its 10 ms round trip (4 IDs per ms).
+    assert.equal(s.reserved(10, 40, 10), 320, `${rule}: 4/ms x 10 ms x 8 round trips`);
+    // An idle name: one call during a 10 ms round trip asks for 8 IDs, not a large segment.
+    const idle = new StepSizer(1, 1_000_000, 600_000, rule);
+    assert.equal(idle.reserved(10, 1, 10), 8, `${rule}: one call, 8 IDs`);
+    // Without a round-trip time (the caller did not measure one): the rule alone.
+    const plain = new StepSizer(1, 1_000_000, 600_000, rule);
+    assert.equal(plain.reserved(10, 40), 1, `${rule}: no measure, no floor`);
+    const capped = new StepSizer(1, 100, 600_000, rule);
+    assert.equal(capped.reserved(10, 1e6, 10), 100, `${rule}: never above maxStep`);
+  }
+});
+
+Deno.test("a new name under load reserves enough at its second reservation that its callers stop waiting", async () => {
+  // The clock is the test's: the reservation's round trip is 10 ms by it, whatever the machine.
+  let clock = 0;
+  const store = new ScriptedStore();
+  await using id = new KvId("x", { store, clock: () => clock, rememberStep: false });
+  const first = Array.from({ length: 40 }, () => id.next());
+  await store.called(1);
+  assert.equal(store.calls[0].count, 1, "the first call starts the first reservation");
+  clock = 10;
+  store.answer(0, 1n, 1n);
+  await store.called(2);
+  assert.equal(store.calls[1].count, 320, "40 calls in 10 ms: a step for 8 round trips at 4/ms");
+  store.answer(1, 2n, 321n);
+  assert.deepEqual(await Promise.all(first), Array.from({ length: 40 }, (_, i) => i + 1));
+  for (let i = 0; i < 200; i++) await id.next();
+  assert.equal(id.stats().stalls, 40, "only the calls before the first reservation waited");
+});
+
 Deno.test("a reply that comes after the timeout is dropped: its range is never issued", async () => {
   const store = new ScriptedStore();
   await using id = new KvId("x", { store, timeout: 50, minStep: 10, maxStep: 10, failFast: false });

@@ -87,6 +87,11 @@ export const COMMANDS: readonly (readonly [usage: string, what: string])[] = [
     "Delete old day counters of a daily serial",
   ],
   ["durability", "Print what the server can lose and the fix (exit 1 if a generator would refuse)"],
+  [
+    "encode [ID ...] [--form F] [--width N] [--encrypt]",
+    "Write IDs in a public form, no server (kvid encode --help)",
+  ],
+  ["decode [TEXT ...] [--form F] [--width N] [--encrypt]", "Read public forms back into IDs"],
 ];
 
 const HELP: Record<string, string> = {

@@ -8,6 +8,8 @@
 
 import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
+import { parseForms } from "../codec/forms.ts";
+import { parseKeys } from "../codec/encrypted.ts";
 import type { RedisSource } from "../redis_store.ts";
 import { KvIdError } from "../errors.ts";
 import { storeFromUrl, storeKind } from "../stores/store_url.ts";
@@ -35,6 +37,8 @@ export interface EnvConfig {
  *   `timeout`, `durability`, `basePath` of {@linkcode createHandler}.
  * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
  *   {"digits": 8}}`.
+ * - `KVID_FORMATS` (`order=decimal:12:encrypted,...`, see `parseForms` of `@kvid/core/codec`)
+ *   and `KVID_ID_KEY` (hex, see `parseKeys`): the option `codecs`.
  *
  * Nothing connects until the first request.
  *
@@ -87,6 +91,12 @@ export function optionsFromEnv(
     basePath: get("KVID_BASE_PATH") || undefined,
     names: namesFromEnv(get("KVID_NAMES")),
   };
+  const forms = get("KVID_FORMATS");
+  if (forms) {
+    const key = get("KVID_ID_KEY");
+    // Errors name the variable and a length, never the key.
+    base.codecs = parseForms(forms, key ? parseKeys(key) : undefined);
+  }
   const url = storeUrl(get);
   if (url && storeKind(url, "KVID_STORE_URL") !== "redis") {
     const opened = storeFromUrl(url, { timeout: base.timeout ?? 5_000, what: "KVID_STORE_URL" });

@@ -262,8 +262,8 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVAL`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (4 arguments) reserves; the step and give-back scripts do not.
-    if (args.length !== 4 && !(this.#probes && args.length === 0)) {
+    // Only the reserve script (7 arguments) reserves; the step and give-back scripts do not.
+    if (args.length !== 7 && !(this.#probes && args.length === 0)) {
       return this.#inner.eval(script, keys, args);
     }
     return this.#track(
@@ -278,7 +278,7 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVALSHA`. */
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
-    if (args.length !== 4 && !(this.#probes && args.length === 0)) {
+    if (args.length !== 7 && !(this.#probes && args.length === 0)) {
       return this.#inner.evalsha(sha, keys, args);
     }
     return this.#track(
@@ -327,6 +327,13 @@ export class Recorder implements RedisClient {
       const v = Array.isArray(reply) ? reply[0] : reply;
       if (v !== null && v !== undefined && /^-?\d+$/.test(String(v))) {
         call.value = BigInt(String(v));
+      }
+      // The reserve script's reply: {last, raised, count used (0: from the pool), first or nil}.
+      if (Array.isArray(reply) && reply.length >= 4 && call.value !== undefined) {
+        const first = /^\d+$/.test(String(reply[3])) ? BigInt(String(reply[3])) : undefined;
+        call.count = first !== undefined
+          ? Number(call.value - first + 1n)
+          : Number(String(reply[2]));
       }
     }, (err) => {
       call.end = performance.now();

@@ -357,6 +357,11 @@ export class InterleavedStore implements Store {
       raiseTo: raiseCycle,
       guard: true,
       exact: true,
+      // Cycles, not IDs: a member is asked for exactly `blocks` of them, never a remembered
+      // step's worth or a given-back range.
+      loadStep: false,
+      maxCount: undefined,
+      pool: false,
       waitMs,
       waitRoundTrips: RTT_FACTOR,
       layout,
