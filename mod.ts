@@ -19,9 +19,9 @@
  * - **SegmentBuffer** (`src/segment_buffer.ts`): the current segment and the one reserved ahead; when
  *   the current one runs out it switches without a round trip. It also keeps the generator's
  *   high-water mark and accepts only ranges above it, so one generator's IDs strictly increase.
- * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/interleaved_store.ts`,
- *   `src/deno_kv_store.ts`, `src/stores/postgres/`, `src/stores/mysql/`): the only I/O. One
- *   reservation is one atomic command (on a SQL table, one `UPDATE`).
+ * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/deno_kv_store.ts`,
+ *   `src/stores/postgres/`, `src/stores/mysql/` and `src/stores/interleaved/`, over any of them):
+ *   the only I/O. One reservation is one atomic command (on a SQL table, one `UPDATE`).
  * - **KvId** (`src/kvid.ts`): single flight (at most one reservation in flight per generator, however
  *   many callers wait), callers that find no ID wait in call order, a per-call deadline (`timeout`),
  *   retries with exponential backoff and jitter, and the step rule.
