@@ -98,7 +98,8 @@ Deno.test(
       assert.equal(await plain.next(), 1);
     }
     {
-      await using id = new KvId("taken", { store, prefetchAt: 0 });
+      // One block per reservation (maxStep), so 2N reservations reach every member in turn.
+      await using id = new KvId("taken", { store, prefetchAt: 0, minStep: 10, maxStep: 10 });
       const run = async () => {
         for (let i = 0; i < 2 * N; i++) await id.nextBatch(10);
       };

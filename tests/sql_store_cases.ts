@@ -210,10 +210,12 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     assert.deepEqual((await store.reserve("kvid", "order", 1, GUARD)).ranges[0].first, 1n);
     await h.exec(`UPDATE ${table} SET step = -5`);
     assert.equal(await store.loadStep("kvid", "order"), undefined);
-    // A generator on a negative remembered step starts from its minStep and serves.
+    // A generator on a negative remembered step starts from its minStep (the ramp-up rule may
+    // raise it to what its callers take in a few round trips) and serves; never from 4,096.
     await using gen = new KvId("order", { store, minStep: 7 });
     assert.equal(await gen.next(), 2);
-    assert.equal(gen.stats().step, 7);
+    const { step } = gen.stats();
+    assert.ok(step >= 7 && step < 4096, `step ${step}`);
   },
 
   async "day cleanup: only yyyymmdd rows of the key before the day; the server's clock"(h) {
