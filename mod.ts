@@ -19,9 +19,9 @@
  * - **SegmentBuffer** (`src/segment_buffer.ts`): the current segment and the one reserved ahead; when
  *   the current one runs out it switches without a round trip. It also keeps the generator's
  *   high-water mark and accepts only ranges above it, so one generator's IDs strictly increase.
- * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/interleaved_store.ts`,
- *   `src/deno_kv_store.ts`, `src/stores/postgres/`, `src/stores/mysql/`): the only I/O. One
- *   reservation is one atomic command (on a SQL table, one `UPDATE`).
+ * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/deno_kv_store.ts`,
+ *   `src/stores/postgres/`, `src/stores/mysql/` and `src/stores/interleaved/`, over any of them):
+ *   the only I/O. One reservation is one atomic command (on a SQL table, one `UPDATE`).
  * - **KvId** (`src/kvid.ts`): single flight (at most one reservation in flight per generator, however
  *   many callers wait), callers that find no ID wait in call order, a per-call deadline (`timeout`),
  *   retries with exponential backoff and jitter, and the step rule.
@@ -522,6 +522,8 @@ export type {
 } from "./src/kvid_options.ts";
 export type { DurabilityMode } from "./src/durability.ts";
 export type { StepRule } from "./src/step.ts";
+export type { Codec } from "./src/codec/codec.ts";
 export type { RedisClient, RedisSource } from "./src/redis_store.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
-// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv".
+// "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv"; public forms of IDs (fixed
+// width, radix 36/62, keyed FF1 encryption) are "@kvid/core/codec".

@@ -11,6 +11,8 @@
  */
 
 import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
+import type { Codec } from "./codec/codec.ts";
+import { dailyForm, dayForm } from "./codec/daily.ts";
 import { defaultRedis } from "./configure.ts";
 import {
   cleanupFrom,
@@ -82,6 +84,10 @@ import { checkCounterName, checkInteger, describe } from "./validate.ts";
  *   dates the IDs.
  * - When seq would pass `10^digits - 1`, calls reject with an `"overflow"` `KvIdError` until the day
  *   ends: an ID never spills into another day's numbers.
+ * - The forms are codecs of `@kvid/core/codec` (`codec`, from `dailyForm(format, digits)`). Daily
+ *   serials reveal the date and the day's volume; to show ones that reveal neither, wrap a `number`
+ *   or `bigint` DailyId: `withCodec(ORDER_NO, encrypted(decimal(14), { keys, tweak: "order" }))`
+ *   (keep the serial itself as the database key).
  *
  * **Midnight.** Each process dates IDs by its own clock. At local midnight (computed correctly on 23-
  * and 25-hour DST days and where midnight does not exist), IDs buffered for the previous day are
@@ -138,6 +144,13 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
   readonly timeZone: string;
   /** How IDs are handed out. */
   readonly format: DailyIdFormat;
+  /**
+   * The form IDs are handed out in, as a codec of `@kvid/core/codec` (`dailyForm(format,
+   * digits)`): `codec.encode(yyyymmdd * 10^digits + seq)` is the ID, `codec.decode` reads one
+   * back. Other forms wrap a `number` or `bigint` DailyId: `withCodec(ORDER_NO, prefix("BIZ",
+   * dailyForm("string", 6)))` hands out `"BIZ20261130000001"`.
+   */
+  readonly codec: Codec<T>;
   /**
    * The next ID of today. Resolves without I/O while IDs are buffered; otherwise waits for a
    * reservation, at most `timeout` ms. Rejects with a {@linkcode KvIdError}: `"overflow"` when
@@ -287,7 +300,7 @@ const OPTION_NAMES = new Set<string>([
   "minStep",
   "maxStep",
 ]);
-const FORMAT_CODE = { number: 0, bigint: 1, string: 2 } as const;
+const FORMATS = new Set<string>(["number", "bigint", "string"]);
 
 class DailyIdImpl<T extends number | bigint | string> extends EventTarget implements DailyId<T> {
   readonly name: string;
@@ -295,7 +308,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly digits: number;
   readonly timeZone: string;
   readonly format: DailyIdFormat;
-  readonly #fmt: 0 | 1 | 2;
+  readonly codec: Codec<T>;
+  readonly #digitsForm: Codec<string>;
   readonly #zone: ZonedDays;
   readonly #clock: () => number;
   readonly #inner: KvIdOptions & { bigint?: false };
@@ -313,8 +327,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   // From this instant on, a call may still be waiting when the day ends (it waits at most
   // `timeout`): its result is checked against the clock again. Before it, one read is enough.
   #recheckFrom = -Infinity;
-  #base = 0;
-  #baseBig = 0n;
+  /** Today's form: a codec of seq giving today's IDs (`dayForm`), set when a day starts. */
+  #dayForm: Codec<T> | undefined;
   #full = false;
   #closed = false;
   #days = 0;
@@ -352,7 +366,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       }
     }
     const format = options.format ?? "number";
-    if (!Object.hasOwn(FORMAT_CODE, format)) {
+    if (typeof format !== "string" || !FORMATS.has(format)) {
       throw new TypeError(
         `DailyId option format must be "number", "bigint" or "string", got ${describe(format)}`,
       );
@@ -424,7 +438,8 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.digits = digits;
     this.timeZone = zone.timeZone;
     this.format = format;
-    this.#fmt = FORMAT_CODE[format];
+    this.codec = dailyForm(format, digits) as Codec<T>;
+    this.#digitsForm = dailyForm("string", digits);
     this.#zone = zone;
     this.#clock = options.clock ?? Date.now;
     this.#inner = inner;
@@ -461,14 +476,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         this.#fill();
         throw this.#overflowError();
       }
-      switch (this.#fmt) {
-        case 0:
-          return (this.#base + seq) as T;
-        case 1:
-          return (this.#baseBig + BigInt(seq)) as T;
-        default:
-          return (this.#day!.text + String(seq).padStart(this.digits, "0")) as T;
-      }
+      return this.#dayForm!.encode(seq);
     }
   }
 
@@ -496,32 +504,24 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
       }
       // Rewrite in place: one array per batch.
       const out = seqs as unknown as T[];
-      if (this.#fmt === 0) {
-        const base = this.#base;
-        for (let i = 0; i < count; i++) out[i] = (base + seqs[i]) as T;
-      } else if (this.#fmt === 1) {
-        const base = this.#baseBig;
-        for (let i = 0; i < count; i++) out[i] = (base + BigInt(seqs[i])) as T;
-      } else {
-        const prefix = this.#day!.text;
-        for (let i = 0; i < count; i++) {
-          out[i] = (prefix + String(seqs[i]).padStart(this.digits, "0")) as T;
-        }
-      }
+      const form = this.#dayForm!;
+      for (let i = 0; i < count; i++) out[i] = form.encode(seqs[i]);
       return out;
     }
   }
 
   parse(id: number | bigint | string): DailySerial {
-    const text = typeof id === "string" ? id : String(id);
+    // Any of the three forms: its decimal digits are the string form's.
     const len = 8 + this.digits;
-    if (
-      (typeof id !== "string" && typeof id !== "number" && typeof id !== "bigint") ||
-      text.length !== len || !/^\d+$/.test(text)
-    ) {
+    let value: bigint;
+    try {
+      if (typeof id !== "string" && typeof id !== "number" && typeof id !== "bigint") throw id;
+      value = this.#digitsForm.decode(typeof id === "string" ? id : String(id));
+    } catch {
       throw new RangeError(`not a daily serial of ${len} digits: ${describe(id)}`);
     }
-    return { day: text.slice(0, 8), seq: Number(text.slice(8)) };
+    const scale = 10n ** BigInt(this.digits);
+    return { day: String(value / scale).padStart(8, "0"), seq: Number(value % scale) };
   }
 
   async cleanup(options: { keepDays: number }): Promise<number> {
@@ -598,8 +598,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     });
     this.#gen = gen;
     this.#day = day;
-    this.#base = day.ymd * 10 ** this.digits;
-    this.#baseBig = BigInt(day.ymd) * 10n ** BigInt(this.digits);
+    this.#dayForm = dayForm(this.format, this.digits, day.text) as Codec<T>;
     this.#full = false;
     this.#days++;
     if (this.#keepDays !== undefined) {

@@ -27,6 +27,10 @@
  * - `"overflow"`: the counter would pass 2^63-1.
  * - `"unsafe"`: in number mode, the next ID would be above `Number.MAX_SAFE_INTEGER`.
  * - `"rollback"`: the stored counter went below IDs this generator already issued.
+ * - `"domain"`: an ID outside the domain of a codec (`@kvid/core/codec`), e.g. a counter past
+ *   the 10^12 - 1 that 12 decimal digits hold, or a negative number: never wrapped.
+ * - `"malformed"`: a public ID that is not of its codec's form: wrong length, a character outside
+ *   the alphabet, a missing prefix or suffix, a key identifier no key is known for.
  *
  * @example Map codes to HTTP statuses
  * ```ts
@@ -53,7 +57,9 @@ export type KvIdErrorCode =
   | "reply"
   | "overflow"
   | "unsafe"
-  | "rollback";
+  | "rollback"
+  | "domain"
+  | "malformed";
 
 /**
  * Options of {@linkcode KvIdError}.
@@ -69,17 +75,21 @@ export type KvIdErrorCode =
  * ```
  */
 export interface KvIdErrorOptions {
-  /** The hash key of the counter, e.g. `"kvid"`. */
-  key: string;
-  /** The hash field of the counter: the generator's name. */
-  field: string;
+  /**
+   * The hash key of the counter, e.g. `"kvid"`; left out by a codec's errors, which are about a
+   * value, not a counter.
+   */
+  key?: string;
+  /** The hash field of the counter: the generator's name; left out with `key`. */
+  field?: string;
   /** The underlying error, if any. */
   cause?: unknown;
 }
 
 /**
  * A failure to hand out an ID, naming the counter (`key` and `field`) and carrying the
- * underlying error as `cause`.
+ * underlying error as `cause`. A codec's errors (`"domain"`, `"malformed"`) name the value
+ * instead; their `key` and `field` are `""` unless a generator's codec wrapper adds its counter.
  *
  * @example Branch on the code
  * ```ts
@@ -94,26 +104,31 @@ export interface KvIdErrorOptions {
 export class KvIdError extends Error {
   /** What went wrong. */
   readonly code: KvIdErrorCode;
-  /** The hash key of the counter. */
+  /** The hash key of the counter; `""` for an error not about a counter (a codec's). */
   readonly key: string;
-  /** The hash field of the counter (the generator's name). */
+  /** The hash field of the counter (the generator's name); `""` with `key`. */
   readonly field: string;
 
   /**
    * Make an error naming the counter.
    *
    * @param code What went wrong.
-   * @param message A human sentence; the counter's key and field are appended.
+   * @param message A human sentence; the counter's key and field, when given, are appended.
    * @param options The counter and the cause.
    */
-  constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions) {
-    super(`${message} (hash ${JSON.stringify(options.key)}, field ${fieldLabel(options.field)})`, {
-      cause: options.cause,
-    });
+  constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions = {}) {
+    const key = options.key ?? "";
+    const field = options.field ?? "";
+    super(
+      key === "" && field === ""
+        ? message
+        : `${message} (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`,
+      { cause: options.cause },
+    );
     this.name = "KvIdError";
     this.code = code;
-    this.key = options.key;
-    this.field = options.field;
+    this.key = key;
+    this.field = field;
   }
 }
 

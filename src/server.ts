@@ -47,7 +47,8 @@
  * | --------------------- | ---------------------------------------------------------------------------------------------------------- |
  * | `KVID_TOKENS`         | `<token>:<names>,...`, names `*` or `a\|b\|c`; tokens: 16+ printable ASCII characters. Required, unless... |
  * | `KVID_AUTH=none`      | ...this is set: the service runs open, and says so loudly in its log                                       |
- * | `KVID_REDIS_URL`      | `redis://[user:password@]host:port[/db]` or `rediss://` (node-redis); unset: Deno KV                       |
+ * | `KVID_STORE_URL`      | the store, by scheme: `redis://[user:password@]host:port[/db]`, `rediss://`, `postgres://`, `mysql://`     |
+ * | `KVID_REDIS_URL`      | the same for a Redis URL (before `KVID_STORE_URL`); neither set: Deno KV                                  |
  * | `KVID_KV_PATH`        | the Deno KV database; default Deno's own (on Deno Deploy: the project's KV)                                |
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
@@ -55,11 +56,14 @@
  * | `KVID_NAMES`          | per-name generator options as JSON: `{"order": {"minStep": 1000}, "ticket": {"digits": 8}, "*": {"maxStep": 100000}}` (`minStep`, `maxStep`, `initialStep`, `segmentDuration`; `digits`, `timeZone` for `/v1/daily`); checked at start |
  * | `KVID_BASE_PATH`      | a prefix to serve under, e.g. `/ids` (every path below it; 404 outside); default none                     |
  * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
+ * | `KVID_FORMATS`        | public forms by name (`@kvid/core/codec`): `order=decimal:12:encrypted,share=base62:7:encrypted`           |
+ * | `KVID_ID_KEY`         | the key(s) of the `encrypted` forms, hex (`<hex>`, or `2:<hex>,1:<hex>`); never logged                     |
  *
  * | endpoint                                   | answer                                                                                       |
  * | ------------------------------------------ | -------------------------------------------------------------------------------------------- |
  * | `POST` (or `GET`) `/v1/ids/{name}?count=N` | N (1..10,000, default 1) increasing IDs, one a line, `text/plain`; `Cache-Control: no-store` |
  * | the same with `Accept: application/json`   | `{"name": "order", "ids": ["1", "2"]}`: IDs as strings, exact to 2^63-1                      |
+ * | a name with a form (`KVID_FORMATS`)        | `<id>\t<public form>` a line; JSON: `"encoded": [...]` beside `"ids"`                        |
  * | `POST` (or `GET`) `/v1/daily/{name}`       | `DailyId` serials, `yyyymmdd` + 6-digit seq (`20261201000001`), same formats                 |
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
  * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 saying whether the store does not answer, refuses the configuration, or can lose reservations (no token) |
@@ -322,6 +326,10 @@ export function createHandler(options: ServiceOptions): IdService {
   } else {
     throw new TypeError(`createHandler(): option auth must be "token" or "none"`);
   }
+  const codecs = options.codecs;
+  if (codecs !== undefined && !(codecs instanceof Map)) {
+    throw new TypeError("createHandler(): option codecs must be a Map of name -> Codec");
+  }
   const timeZone = options.timeZone ?? "UTC";
   try {
     new Intl.DateTimeFormat("en-US", { timeZone });
@@ -476,9 +484,20 @@ export function createHandler(options: ServiceOptions): IdService {
     entry.rates.add(count, done);
     generators.rates.add(count, done);
     const json = (req.headers.get("accept") ?? "").includes("application/json");
+    const codec = kind === "ids" ? codecs?.get(name) : undefined;
+    let encoded: string[] | undefined;
+    try {
+      encoded = codec && list.map((id) => codec.encode(id as number | bigint));
+    } catch (err) {
+      return failure(err, entry); // a counter past its form's domain: logged, 500
+    }
     let body = "";
     if (json) {
-      body = JSON.stringify({ name, ids: list.map(String) }) + "\n";
+      body = JSON.stringify(
+        encoded ? { name, ids: list.map(String), encoded } : { name, ids: list.map(String) },
+      ) + "\n";
+    } else if (encoded) {
+      for (let i = 0; i < list.length; i++) body += `${list[i]}\t${encoded[i]}\n`;
     } else {
       for (const id of list) body += `${id}\n`;
     }

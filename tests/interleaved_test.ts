@@ -110,7 +110,7 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
         const run = async () => {
           for (let i = 0; i < 3 * N; i++) await id.nextBatch(10);
         };
-        await rejectsWith(run(), "config", /server [01] holds the layout/);
+        await rejectsWith(run(), "config", /member [01]: this store holds the layout/);
       }
       assert.deepEqual(await layouts(), layoutsBefore);
       // Another name may use another layout on the same servers.
@@ -499,7 +499,7 @@ Deno.test({ name: "interleaved servers refuse a single-server counter", ignore }
   const run = async () => {
     for (let i = 0; i < 4; i++) await inter.nextBatch(1000);
   };
-  await rejectsWith(run(), "config", /single-server/);
+  await rejectsWith(run(), "config", /member 0: .*single-store/);
   assert.equal(await hget(a, "taken"), "2500");
   assert.equal(await hget(a, LAYOUT + "taken"), null);
 });

@@ -85,8 +85,14 @@ export async function checkoutImportMap(): Promise<{ imports: Record<string, str
     exports: Record<string, string>;
     imports: Record<string, string>;
   };
-  // The package's own imports (the CLI's "redis"), as its deno.json gives them on JSR.
+  // The package's own imports (the CLI's "redis", ./codec's "@noble/ciphers/aes.js"), as its
+  // deno.json gives them on JSR; subpaths too: an import map file, unlike deno.json, does not
+  // extend "name" to "name/...".
   const imports: Record<string, string> = { ...config.imports };
+  for (const [name, target] of Object.entries(config.imports)) {
+    const npm = /^npm:(@?[^@]+)@(.+)$/.exec(target);
+    if (npm) imports[`${name}/`] = `npm:/${npm[1]}@${npm[2]}/`;
+  }
   for (const [name, path] of Object.entries(config.exports)) {
     imports[`jsr:@kvid/core${name.slice(1)}`] = new URL(path, root).href;
     imports[`@kvid/core${name.slice(1)}`] = new URL(path, root).href;

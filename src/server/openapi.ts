@@ -82,7 +82,9 @@ function idsOperation(kind: "ids" | "daily", method: string) {
     parameters: [NAME, COUNT],
     responses: {
       "200": {
-        description: "One ID a line (`text/plain`), or JSON with `Accept: application/json`.",
+        description: kind === "ids"
+          ? "One ID a line (`text/plain`; `<id>\\t<public form>` for a name with a form, `KVID_FORMATS`), or JSON with `Accept: application/json`."
+          : "One ID a line (`text/plain`), or JSON with `Accept: application/json`.",
         content: {
           "text/plain": { schema: { type: "string", example: "1\n2\n" } },
           ...json(ref("IdsResponse")),
@@ -316,7 +318,16 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
         IdsResponse: {
           type: "object",
           required: ["name", "ids"],
-          properties: { name: { type: "string" }, ids: { type: "array", items: decimal } },
+          properties: {
+            name: { type: "string" },
+            ids: { type: "array", items: decimal },
+            encoded: {
+              type: "array",
+              items: { type: "string" },
+              description:
+                "With a public form for the name (`KVID_FORMATS`): each ID's public form, in order.",
+            },
+          },
         },
         SegmentRange: {
           type: "object",

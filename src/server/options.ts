@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { Codec } from "../codec/codec.ts";
 import type { RedisSource } from "../redis_store.ts";
 import type { Store } from "../store_contract.ts";
 import type { DurabilityMode } from "../durability.ts";
@@ -93,6 +94,12 @@ export interface ServiceOptions {
    * prefix), and 404 for every path outside it. Default `""` (the root).
    */
   basePath?: string;
+  /**
+   * Public forms by name (`@kvid/core/codec`), for `/v1/ids/{name}`: each ID is answered with its
+   * public form beside it (text: `<id>\t<encoded>` a line; JSON: an `"encoded"` array beside
+   * `"ids"`). From the environment: `KVID_FORMATS` and `KVID_ID_KEY`. Default: none.
+   */
+  codecs?: ReadonlyMap<string, Codec<string>>;
   /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
   log?: (line: string) => void;
 }
