@@ -218,6 +218,15 @@ export interface DurabilityOptions {
   replicas: number;
   /** Settings the server will not tell, as the user states them (`serverSettings`). */
   stated: Readonly<Record<string, string>>;
+  /**
+   * A generator's first read: a read of the same client and hash that no generator has had a
+   * reason to doubt since (a transient failure, a rollback, a refusal) may answer, so only
+   * the first generator of a process waits for the server's answer. A re-read (after one of
+   * those) is false: the server is read again.
+   *
+   * @default {false}
+   */
+  reuse?: boolean;
 }
 
 /**

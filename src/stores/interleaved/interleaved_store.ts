@@ -341,7 +341,9 @@ export class InterleavedStore implements Store {
     if (policy !== undefined && this.#probed[i] === undefined) {
       // A member first reached (or back) since the generator's probe: probed now, and refused
       // like the whole store would be.
-      const d = await this.#probe(i, key, policy, limitMs);
+      // Read from the server itself: a read shared by another generator may be from before
+      // this member went away.
+      const d = await this.#probe(i, key, { ...policy, reuse: false }, limitMs);
       const only = this.#members.map((_, j) => j === i ? d : undefined);
       const refusal = durabilityRefusal(mergeDurability(only), policy.mode, key, field);
       if (refusal !== undefined) throw refusal;
