@@ -19,9 +19,9 @@
  * - **SegmentBuffer** (`src/segment_buffer.ts`): the current segment and the one reserved ahead; when
  *   the current one runs out it switches without a round trip. It also keeps the generator's
  *   high-water mark and accepts only ranges above it, so one generator's IDs strictly increase.
- * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/interleaved_store.ts`,
- *   `src/deno_kv_store.ts`, `src/stores/postgres/`, `src/stores/mysql/`): the only I/O. One
- *   reservation is one atomic command (on a SQL table, one `UPDATE`).
+ * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/deno_kv_store.ts`,
+ *   `src/stores/postgres/`, `src/stores/mysql/` and `src/stores/interleaved/`, over any of them):
+ *   the only I/O. One reservation is one atomic command (on a SQL table, one `UPDATE`).
  * - **KvId** (`src/kvid.ts`): single flight (at most one reservation in flight per generator, however
  *   many callers wait), callers that find no ID wait in call order, a per-call deadline (`timeout`),
  *   retries with exponential backoff and jitter, and the step rule.
@@ -194,10 +194,13 @@
  * | a custom `store` without `durability()`                            | serves (trusted)                             | what that store loses                                                                                                    |
  *
  * The probe is one script (`INFO server`, `persistence`, `memory` and the hash's `PTTL`) with three
- * `CONFIG GET`s pipelined beside it, sent with the read of the remembered step, before the first
- * reservation: no extra round trip (one with `rememberStep: false` or `initialStep`), nothing on the
- * hot path, nothing per segment; a re-read after a failure or a rollback goes beside that
- * reservation. Measured (2026-12-01, redis 7.0.15 on loopback, 2 cores at load 12,
+ * `CONFIG GET`s pipelined beside it, before the first reservation, once per client and hash: the
+ * generators made on a client after an accepted read share it and reserve at once (their first
+ * ID one round trip), until a generator has a reason to doubt it (a transient failure, a rollback
+ * or a refusal: then the next read of every client asks the server again). Nothing on the hot
+ * path, nothing per segment; a generator's own re-read after a failure or a rollback goes beside
+ * that reservation. A generator made later on a client therefore trusts the read of an earlier
+ * one, as that earlier generator itself does until it doubts it. Measured (2026-12-01, redis 7.0.15 on loopback, 2 cores at load 12,
  * `deno run -A bench/durability.ts`, 500 fresh generators): the first ID after a median 0.42 ms
  * (p90 0.70 ms) with the probe, 0.19 ms (p90 0.33 ms) without; 6 commands to the first ID instead
  * of 2. The extra time is the server writing and the client parsing the `INFO` text.

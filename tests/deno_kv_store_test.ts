@@ -303,6 +303,7 @@ Deno.test("a locked database is retried like a conflict; other failures are conn
   // process holds the write lock.
   const flaky = {
     get: real.get.bind(real),
+    getMany: real.getMany.bind(real),
     atomic: () => {
       const op = real.atomic();
       const commit = op.commit.bind(op);

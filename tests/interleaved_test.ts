@@ -115,7 +115,7 @@ Deno.test(ownServers("interleaved store on 3 servers"), async (t) => {
         const run = async () => {
           for (let i = 0; i < 3 * N; i++) await id.nextBatch(10);
         };
-        await rejectsWith(run(), "config", /server [01] holds the layout/);
+        await rejectsWith(run(), "config", /member [01]: this store holds the layout/);
       }
       assert.deepEqual(await layouts(), layoutsBefore);
       // Another name may use another layout on the same servers.
@@ -505,7 +505,7 @@ Deno.test(ownServers("interleaved servers refuse a single-server counter"), asyn
   const run = async () => {
     for (let i = 0; i < 4; i++) await inter.nextBatch(1000);
   };
-  await rejectsWith(run(), "config", /single-server/);
+  await rejectsWith(run(), "config", /member 0: .*single-store/);
   assert.equal(await hget(a, "taken"), "2500");
   assert.equal(await hget(a, LAYOUT + "taken"), null);
 });

@@ -412,8 +412,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "kv/check-and-set",
     what: "Deno KV commits only if nobody wrote since the read",
     file: "src/deno_kv_store.ts",
-    from: ".check({ key: kvKey, versionstamp: entry.versionstamp })",
-    to: ".check()",
+    from: "const op = kv.atomic().check(entry, layoutEntry).set(kvKey, new Deno.KvU64(last));",
+    to: "const op = kv.atomic().check(layoutEntry).set(kvKey, new Deno.KvU64(last));",
     tests: [KV],
   },
   {

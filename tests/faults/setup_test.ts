@@ -44,7 +44,19 @@ Deno.test({
     await using server = await spawnRedis();
     await waitUntil(() => command(server.url, "PING").catch(() => false), "PING");
     await command(server.url, "ACL", "SETUSER", "ids", "on", ">pw", "~*", "+@all", "-hincrby");
-    await command(server.url, "ACL", "SETUSER", "noscript", "on", ">pw", "~*", "+@all", "-evalsha");
+    // A client's first reservation is an EVAL (EVALSHA after): without both, none can be made.
+    await command(
+      server.url,
+      "ACL",
+      "SETUSER",
+      "noscript",
+      "on",
+      ">pw",
+      "~*",
+      "+@all",
+      "-eval",
+      "-evalsha",
+    );
     const url = (user: string) => server.url.replace("//", `//${user}:pw@`);
     for (
       const [user, guard] of [["ids", false], ["ids", true], ["noscript", true]] as const
