@@ -13,23 +13,37 @@ import { lines } from "./lines.ts";
 const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
 
 /**
- * `kv`, where the first `times` reads are each followed by another writer's write of the same
- * value to that key, before the reader can commit: a conflict on demand, not by timing.
+ * `kv`, where the first `times` reads (`get`, or `getMany` of the counter first) are each
+ * followed by another writer's write of the same value to that key, before the reader can
+ * commit: a conflict on demand, not by timing.
  */
 function writeAfterRead(kv: Deno.Kv, times: number): Deno.Kv {
   let left = times;
   return new Proxy(kv, {
     get(target, key) {
       const value = Reflect.get(target, key);
-      if (key !== "get") return typeof value === "function" ? value.bind(target) : value;
-      return async (k: Deno.KvKey) => {
-        const entry = await target.get(k);
-        if (left > 0) {
-          left--;
-          await target.set(k, entry.value ?? new Deno.KvU64(0n));
-        }
-        return entry;
-      };
+      if (key === "get") {
+        return async (k: Deno.KvKey) => {
+          const entry = await target.get(k);
+          if (left > 0) {
+            left--;
+            await target.set(k, entry.value ?? new Deno.KvU64(0n));
+          }
+          return entry;
+        };
+      }
+      if (key === "getMany") {
+        // The counter is the first key read (its layout entry the second).
+        return async (keys: Deno.KvKey[]) => {
+          const entries = await target.getMany(keys);
+          if (left > 0) {
+            left--;
+            await target.set(keys[0], entries[0].value ?? new Deno.KvU64(0n));
+          }
+          return entries;
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }
