@@ -381,6 +381,9 @@ function allowedCodes(s: Scenario, g: number, lowered: boolean): Set<string> {
   if (closes(s, g)) allowed.add("closed");
   const unguarded = !s.generators[g].guard || s.store === "no-scripting";
   if (lowered && unguarded && s.store !== "interleaved") allowed.add("rollback");
+  // A store that lost data under a fault may be refused as set up to lose IDs (issue 21's
+  // durability checks): "config", naming the fix.
+  if (s.faults && s.ops.some((o) => o.op === "loss")) allowed.add("config");
   const refusal = refusalOf(s, g);
   if (refusal !== undefined) allowed.add(refusal);
   return allowed;

@@ -12,8 +12,8 @@ import { command, startServer } from "../server.ts";
 import { assertIncreasing } from "./helpers.ts";
 
 /**
- * The client, counting the interleaved reserve script's runs (7 arguments) as they are sent:
- * each is one attempt on that server, moving its counter at most once.
+ * The client, counting the scripts it runs as they are sent: each reservation attempt on that
+ * server is one (moving its counter at most once); a few others (NOSCRIPT retries, close()) too.
  */
 function counting(client: RedisClient): { redis: RedisClient; sent: number } {
   const counter = { redis: client, sent: 0 };
@@ -23,7 +23,8 @@ function counting(client: RedisClient): { redis: RedisClient; sent: number } {
       if (typeof value !== "function") return value;
       if (key !== "eval" && key !== "evalsha") return value.bind(target);
       return (script: string, keys: string[], args: string[]) => {
-        if (args.length === 7) counter.sent++;
+        void args;
+        counter.sent++;
         return value.call(target, script, keys, args);
       };
     },
@@ -34,14 +35,15 @@ function counting(client: RedisClient): { redis: RedisClient; sent: number } {
 /**
  * Cycles used against attempts sent: every cycle a counter moved is an attempt that was sent (an
  * attempt given up on still moves it), and a reservation tries each of the 2 servers at most once
- * (plus one EVALSHA per server answered NOSCRIPT, then sent again as EVAL). Counts, not speed: a
- * slow machine gives up on more attempts, each bounded by these.
+ * (plus EVALSHAs answered NOSCRIPT, then sent again as EVAL, and close()'s scripts: at most
+ * 3 per reservation and 4 more). Counts, not speed: a slow machine gives up on more attempts,
+ * each bounded by these.
  */
 function assertBounded(cycles: number, sent: number, reservations: number, what: string) {
   assert.ok(cycles >= 6, `${what}: ${cycles} cycles used for 6 blocks`);
   assert.ok(cycles <= sent, `${what}: ${cycles} cycles, only ${sent} attempts sent`);
   assert.ok(
-    sent <= 2 * reservations + 2,
+    sent <= 3 * reservations + 4,
     `${what}: ${sent} attempts for ${reservations} reservations on 2 servers`,
   );
   console.log(`${what}: ${cycles} cycles for 6 blocks, ${sent} attempts`);
