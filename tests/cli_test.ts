@@ -2,6 +2,7 @@
  * The admin CLI, run as a subprocess against a real server.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";

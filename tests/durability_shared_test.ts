@@ -6,6 +6,7 @@
  * @module
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RedisClient } from "../mod.ts";
 import { openClient } from "./clients.ts";

@@ -5,6 +5,7 @@
  * member killed mid-run: the set keeps serving, no ID twice.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";

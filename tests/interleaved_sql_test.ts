@@ -5,6 +5,7 @@
  * and started again: the set keeps serving, no ID twice, the database used again once back.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import pg from "pg";
 import mysql from "mysql2/promise";

@@ -4,6 +4,7 @@
  * a live server produces.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
 import { KvIdError } from "../mod.ts";

@@ -3,6 +3,7 @@
  * `npm:pg` and through `npm:postgres` (postgres.js), and the errors a live server produces.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import pg from "pg";
 import { KvIdError } from "../mod.ts";

@@ -7,6 +7,7 @@
  * `.ci/runtimes` (`readme_runtimes.ts`).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
   checkoutImportMap,

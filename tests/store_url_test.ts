@@ -4,6 +4,7 @@
  * from real servers (the service as `deno serve`, the CLI as a process).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvIdError } from "../mod.ts";
 import { optionsFromEnv } from "../src/server.ts";

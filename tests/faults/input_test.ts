@@ -5,6 +5,7 @@
  * type are refused at construction.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

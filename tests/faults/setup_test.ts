@@ -4,6 +4,7 @@
  * the message, however long the caller's timeout.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { openClient } from "../clients.ts";

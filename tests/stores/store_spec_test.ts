@@ -4,6 +4,7 @@
  * reference store.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import { RedisStore } from "../../src/redis_store.ts";
 import { InterleavedStore } from "../../src/stores/interleaved/interleaved_store.ts";
 import { DenoKvStore } from "../../src/deno_kv_store.ts";
