@@ -56,6 +56,7 @@
 
 import { createHandler, type IdService, optionsFromEnv } from "./server.ts";
 import type { EnvConfig } from "./server/env.ts";
+import { exitOnSignals } from "./server/signals.ts";
 import {
   type ConnectionStats,
   listen,
@@ -249,28 +250,5 @@ if (import.meta.main) {
     }`);
     Deno.exit(78);
   }
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    console.error("kvid service: stopping: answering requests in flight");
-    const force = setTimeout(() => {
-      console.error("kvid service: requests still in flight after 10 s: exiting anyway");
-      Deno.exit(0);
-    }, 10_000);
-    try {
-      await running.stop();
-    } finally {
-      clearTimeout(force);
-    }
-    console.error("kvid service: stopped");
-    Deno.exit(0);
-  };
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    try {
-      Deno.addSignalListener(signal, stop);
-    } catch {
-      // no such signal here (Windows: SIGTERM)
-    }
-  }
+  exitOnSignals(() => running.stop());
 }

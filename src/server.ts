@@ -203,6 +203,7 @@ import type { ServiceOptions } from "./server/options.ts";
 import { checkName } from "./validate.ts";
 import { SegmentRoutes } from "./server/segments.ts";
 import { allowOf, openApiDocument } from "./server/openapi.ts";
+import { exitOnSignals } from "./server/signals.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
@@ -845,36 +846,6 @@ function fromEnv() {
   return envService;
 }
 
-/** Stop on SIGTERM/SIGINT: answer what is in flight, close generators and client, exit 0. */
-function exitOnSignals(): void {
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    const { service, config } = fromEnv();
-    console.error("kvid service: stopping: answering requests in flight");
-    const force = setTimeout(() => {
-      console.error("kvid service: requests still in flight after 10 s: exiting anyway");
-      Deno.exit(0);
-    }, 10_000);
-    try {
-      await service.close();
-      await config.close();
-    } finally {
-      clearTimeout(force);
-    }
-    console.error("kvid service: stopped");
-    Deno.exit(0);
-  };
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    try {
-      Deno.addSignalListener(signal, stop);
-    } catch {
-      // no signals here (Deno Deploy, Windows for SIGTERM)
-    }
-  }
-}
-
 if (import.meta.main) {
   try {
     fromEnv(); // refuse to start now, not at the first request, when misconfigured
@@ -889,7 +860,12 @@ if (import.meta.main) {
   }
   const host = serveHost();
   if (host !== undefined && !openOnPurpose(host)) refuseOpen(host); // before it binds
-  exitOnSignals();
+  // Stop: answer what is in flight, close generators and client, exit 0.
+  exitOnSignals(async () => {
+    const { service, config } = fromEnv();
+    await service.close();
+    await config.close();
+  });
 }
 
 /**
