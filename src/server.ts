@@ -690,7 +690,41 @@ export function createHandler(options: ServiceOptions): IdService {
     return sum;
   }
 
-  async function route(req: Request): Promise<Response> {
+  /** `/healthz`, `/readyz` and `/metrics`. */
+  async function probes(req: Request, path: string): Promise<Response> {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
+    }
+    if (path === "/healthz") return text(200, "ok\n");
+    if (path === "/readyz") {
+      const readiness = await ready();
+      if (readiness.state === "up") return text(200, "ready\n");
+      return text(
+        503,
+        `not ready: ${
+          readiness.state === "config" ? readiness.why : "the store does not answer"
+        }\n`,
+        { "retry-after": "1" },
+      );
+    }
+    const scope = scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    const { state } = await ready();
+    const metrics = renderMetrics(visibleEntries(scope), http, {
+      storeUp: state === "up",
+      storeConfigError: state === "config",
+      extra: [
+        ...segmentRoutes.metrics((name) => inScope(scope, name)),
+        ...processMetrics(),
+        ...(options.metrics?.() ?? []),
+      ],
+    }, Date.now());
+    return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+  }
+
+  // Not async itself, nor awaiting what it hands on: each async layer between fetch() and the
+  // ID costs a request its own promise and microtask turns.
+  function route(req: Request): Response | Promise<Response> {
     if (req.url.length > MAX_URL_LENGTH) {
       return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
     }
@@ -715,44 +749,15 @@ export function createHandler(options: ServiceOptions): IdService {
     }
     const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
     if (path.startsWith("/v1/ids/") && path.length > 8) {
-      return await ids(req, query, "ids", path.slice(8));
+      return ids(req, query, "ids", path.slice(8));
     }
     if (path.startsWith("/v1/daily/") && path.length > 10) {
-      return await ids(req, query, "daily", path.slice(10));
+      return ids(req, query, "daily", path.slice(10));
     }
     if (path.startsWith("/v1/segments/") && path.length > 13) {
-      return await segments(req, path.slice(13));
+      return segments(req, path.slice(13));
     }
-    if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
-      }
-      if (path === "/healthz") return text(200, "ok\n");
-      if (path === "/readyz") {
-        const readiness = await ready();
-        if (readiness.state === "up") return text(200, "ready\n");
-        return text(
-          503,
-          `not ready: ${
-            readiness.state === "config" ? readiness.why : "the store does not answer"
-          }\n`,
-          { "retry-after": "1" },
-        );
-      }
-      const scope = scopeOf(req);
-      if (scope === undefined) return unauthorized();
-      const { state } = await ready();
-      const metrics = renderMetrics(visibleEntries(scope), http, {
-        storeUp: state === "up",
-        storeConfigError: state === "config",
-        extra: [
-          ...segmentRoutes.metrics((name) => inScope(scope, name)),
-          ...processMetrics(),
-          ...(options.metrics?.() ?? []),
-        ],
-      }, Date.now());
-      return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-    }
+    if (path === "/healthz" || path === "/readyz" || path === "/metrics") return probes(req, path);
     if (path === "/openapi.json") {
       if (req.method !== "GET" && req.method !== "HEAD") {
         return errorResponse(405, "method_not_allowed", "use GET", { allow: allowOf(path) });
@@ -760,7 +765,7 @@ export function createHandler(options: ServiceOptions): IdService {
       openApiText ??= JSON.stringify(openApiDocument(basePath), null, 2) + "\n";
       return text(200, openApiText, { "content-type": JSON_TYPE });
     }
-    if (path === "/" || path === "/login" || path === "/logout") return await page(req, path);
+    if (path === "/" || path === "/login" || path === "/logout") return page(req, path);
     return errorResponse(404, "not_found", "no such endpoint");
   }
 
