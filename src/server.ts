@@ -196,6 +196,7 @@ import { processMetrics } from "./server/process_metrics.ts";
 import { toKvIdError } from "./store_errors.ts";
 import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
 import { errorResponse, text } from "./server/respond.ts";
+import { idLines } from "./server/id_lines.ts";
 import { readLimited, sameOrigin } from "./server/request.ts";
 import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
 import type { ServiceOptions } from "./server/options.ts";
@@ -508,7 +509,7 @@ export function createHandler(options: ServiceOptions): IdService {
     } else if (encoded) {
       for (let i = 0; i < list.length; i++) body += `${list[i]}\t${encoded[i]}\n`;
     } else {
-      for (const id of list) body += `${id}\n`;
+      body = idLines(list);
     }
     // Headers set one by one: several times faster than a headers init in Deno 2.
     const res = new Response(body);
