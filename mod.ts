@@ -19,9 +19,9 @@
  * - **SegmentBuffer** (`src/segment_buffer.ts`): the current segment and the one reserved ahead; when
  *   the current one runs out it switches without a round trip. It also keeps the generator's
  *   high-water mark and accepts only ranges above it, so one generator's IDs strictly increase.
- * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/interleaved_store.ts`,
- *   `src/deno_kv_store.ts`, `src/stores/postgres/`, `src/stores/mysql/`): the only I/O. One
- *   reservation is one atomic command (on a SQL table, one `UPDATE`).
+ * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/deno_kv_store.ts`,
+ *   `src/stores/postgres/`, `src/stores/mysql/` and `src/stores/interleaved/`, over any of them):
+ *   the only I/O. One reservation is one atomic command (on a SQL table, one `UPDATE`).
  * - **KvId** (`src/kvid.ts`): single flight (at most one reservation in flight per generator, however
  *   many callers wait), callers that find no ID wait in call order, a per-call deadline (`timeout`),
  *   retries with exponential backoff and jitter, and the step rule.
@@ -167,7 +167,7 @@
  *
  * | setup                                                                                                                            | unique, exact up to                                                                                                                                                                                    |
  * | -------------------------------------------------------------------------------------------------------------------------------- | ------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------ |
- * | number mode (the default), any client, any server                                                                                | `Number.MAX_SAFE_INTEGER`; past it (or on a rounded reply at or above 2^53) calls reject with `"unsafe"`: the last IDs below 2^53 of a range that crosses it are a gap                                 |
+ * | number mode (the default), any client, any server                                                                                | `Number.MAX_SAFE_INTEGER`; past it (or on a rounded reply at or above 2^53) calls reject with `"unsafe"`. A range crossing 2^53 is served up to it when its end is read exactly (the guard script's string reply, node-redis, Deno KV); a rounded plain `HINCRBY` reply (ioredis or `@db/redis` with `guard: false` or no scripting) is refused whole, so its IDs below 2^53 are a gap (`tests/exact_replies_test.ts`)                                 |
  * | bigint mode, a client reading integers exactly (node-redis through `fromNodeRedis`, ioredis with `stringNumbers: true`, Deno KV) | 2^63-1, with or without scripting on the server                                                                                                                                                        |
  * | bigint mode, a rounding client (ioredis default, `@db/redis`), server with scripting                                             | 2^63-1: the first rounded reply costs one range, every later reservation runs the script                                                                                                               |
  * | bigint mode, a rounding client, server **without** scripting (EVAL/EVALSHA disabled)                                             | up to 2^53; above, calls reject with a `"config"` error naming the fix (ioredis `stringNumbers: true`, or enable scripting); never a duplicate                                                         |
@@ -194,10 +194,13 @@
  * | a custom `store` without `durability()`                            | serves (trusted)                             | what that store loses                                                                                                    |
  *
  * The probe is one script (`INFO server`, `persistence`, `memory` and the hash's `PTTL`) with three
- * `CONFIG GET`s pipelined beside it, sent with the read of the remembered step, before the first
- * reservation: no extra round trip (one with `rememberStep: false` or `initialStep`), nothing on the
- * hot path, nothing per segment; a re-read after a failure or a rollback goes beside that
- * reservation. Measured (2026-12-01, redis 7.0.15 on loopback, 2 cores at load 12,
+ * `CONFIG GET`s pipelined beside it, before the first reservation, once per client and hash: the
+ * generators made on a client after an accepted read share it and reserve at once (their first
+ * ID one round trip), until a generator has a reason to doubt it (a transient failure, a rollback
+ * or a refusal: then the next read of every client asks the server again). Nothing on the hot
+ * path, nothing per segment; a generator's own re-read after a failure or a rollback goes beside
+ * that reservation. A generator made later on a client therefore trusts the read of an earlier
+ * one, as that earlier generator itself does until it doubts it. Measured (2026-12-01, redis 7.0.15 on loopback, 2 cores at load 12,
  * `deno run -A bench/durability.ts`, 500 fresh generators): the first ID after a median 0.42 ms
  * (p90 0.70 ms) with the probe, 0.19 ms (p90 0.33 ms) without; 6 commands to the first ID instead
  * of 2. The extra time is the server writing and the client parsing the `INFO` text.
@@ -205,9 +208,10 @@
  * The property test (`tests/property_test.ts`, fast-check) checks the first two points and that every
  * call settles, over random options, stores (one Redis, one without scripting, interleaved servers,
  * Deno KV), both npm clients and faults (paused, cut and slow links, counters lowered, `close()`
- * mid-flight), and that every ID of a single counter lies between its start and its end: 40 seeded
- * runs in the suite, 3-10 s on a loaded 2-core machine (`KVID_PROPERTY_SEED`, `KVID_PROPERTY_RUNS` for
- * more).
+ * mid-flight), that every ID of a single counter lies between its start and its end, that a call
+ * fails only with the codes its scenario allows (a refusal only where the setup calls for one) and
+ * that a generator with no fault and no refusal due hands out IDs: 40 seeded runs in the suite,
+ * 3-10 s on a loaded 2-core machine (`KVID_PROPERTY_SEED`, `KVID_PROPERTY_RUNS` for more).
  *
  * ## Replicated Redis
  *
@@ -283,9 +287,10 @@
  * over 100,000 IDs from a cold start 46 ns and 47 ns. The failover in `tests/sentinel_test.ts`
  * (Sentinel `down-after-milliseconds 1000`): the replica promoted 1.4–2.5 s after the primary was
  * killed; callers asking for IDs through it with `replicas: 1` waited at most 2.5 s (ioredis) and 4.1
- * s (node-redis, which learns of the switch later), with no error (`timeout: 30_000`). In the Cluster
- * test (`cluster-node-timeout 3000`) no call of two generators with `timeout: 10_000` failed across
- * the master's death, the promotion and the old master's return.
+ * s (node-redis, which learns of the switch later), with no error (`timeout: 30_000`; the test
+ * asserts no error and IDs after the kill). In the Cluster test (`cluster-node-timeout 3000`) no call
+ * of two generators failed across the master's death, the promotion and the old master's return
+ * (asserted, with `timeout: 60_000`: a slow machine waits longer, it does not fail).
  *
  * ## Operating it
  *

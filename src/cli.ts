@@ -39,7 +39,10 @@
  * | `encode [ID ...] [--form F] [--width N] [--encrypt]`       | writes IDs in a public form (`@kvid/core/codec`); no server                      |
  * | `decode [TEXT ...] [--form F] [--width N] [--encrypt]`     | reads public forms back into IDs                                                 |
  *
- * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults to `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`;
+ * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults
+ * to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`; its scheme picks the
+ * store: on `postgres://`, `postgresql://` and `mysql://` the CLI has `next --create` for now (other
+ * commands exit 2); another scheme exits 2.
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
  * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
  * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
@@ -74,7 +77,8 @@ import { fromNodeRedis } from "./adapters.ts";
 import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
 import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
 import { KvIdError } from "./errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
+import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
+import { storeFromUrl, storeKind } from "./stores/store_url.ts";
 import { LUA_BELOW, type RedisClient, RedisStore } from "./redis_store.ts";
 import { LuaScript } from "./lua_script.ts";
 
@@ -378,6 +382,64 @@ async function dailySerials(p: Parsed, client: RedisClient & { hGetAll: HGetAll 
   return serials;
 }
 
+/**
+ * A command on a SQL store (`postgres://`, `postgresql://`, `mysql://`), through the store the
+ * URL names: `next --create` for now (without a read of the table, the CLI cannot tell a new
+ * counter from a typo there).
+ */
+async function onSqlStore(p: Parsed, io: Io): Promise<void> {
+  const scheme = new URL(p.url).protocol;
+  if (p.command !== "next") {
+    throw new CliError(
+      EXIT.usage,
+      `${p.command} runs on redis:// and rediss:// URLs only for now; on ${scheme}// the CLI has next --create`,
+    );
+  }
+  if (!p.create) {
+    throw new CliError(
+      EXIT.usage,
+      `next on ${scheme}// needs --create for now (the CLI cannot check there that the counter exists)`,
+    );
+  }
+  const opened = storeFromUrl(p.url, { timeout: p.timeout, what: "--url" });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const name = p.args.name;
+    const { ranges } = await Promise.race([
+      opened.store.reserve(p.key, name, p.count, {
+        floor: 0n,
+        raiseTo: 0n,
+        guard: false,
+        exact: true,
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() =>
+          reject(
+            new CliError(
+              EXIT.unreachable,
+              `${redact(p.url)} did not answer within ${p.timeout} ms`,
+            ),
+          ), p.timeout);
+      }),
+    ]);
+    const { first, last } = ranges[0];
+    if (p.json) {
+      io.out(
+        JSON.stringify({ key: p.key, name, first: `${first}`, last: `${last}`, count: p.count }),
+      );
+    } else {
+      for (let from = first; from <= last; from += 10_000n) {
+        const lines = [];
+        for (let x = from; x <= last && x < from + 10_000n; x++) lines.push(x);
+        io.out(lines.join("\n"));
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    await opened.close();
+  }
+}
+
 /** Refuse a counter that does not exist unless --create: a typo must not start a new one. */
 async function mustExist(p: Parsed, client: { hGet: HGet }): Promise<void> {
   if (p.create) return;
@@ -438,6 +500,18 @@ export async function main(args: string[]): Promise<number> {
   json = parsed.json;
   const p = parsed;
   const where = redact(p.url);
+  if (storeKind(p.url, "--url") !== "redis") {
+    try {
+      await onSqlStore(p, io);
+      return EXIT.ok;
+    } catch (err) {
+      if (err instanceof CliError) return fail(err.exit, err.message);
+      if (!(err instanceof KvIdError)) throw err;
+      const unreachable = err.code === "connection" || err.code === "timeout" ||
+        err.code === "unavailable";
+      return fail(unreachable ? EXIT.unreachable : EXIT.failed, err.message);
+    }
+  }
   // Loaded here so that help and argument errors do not wait for it.
   const { createClient } = await import("redis");
   const client = createClient({

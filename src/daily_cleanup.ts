@@ -6,7 +6,7 @@
  */
 
 import { addDays, type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "./calendar.ts";
-import { LAYOUT_FIELD_PREFIX } from "./interleaved_store.ts";
+import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
 import type { RedisClient } from "./redis_store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { toKvIdError } from "./store_errors.ts";

@@ -85,6 +85,7 @@ import type {
   StoreDurability,
 } from "./store_contract.ts";
 import { stepField } from "./store_contract.ts";
+import { checkLayout, LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX } from "./stores/interleaved/layout.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };
@@ -290,14 +291,16 @@ export class DenoKvStore implements Store, Disposable {
     }
     const kv = await this.#open(key, field);
     const kvKey = this.kvKey(key, field);
+    // An interleaved counter's layout (see ReserveOptions.layout), read and checked with it.
+    const layoutKey = this.kvKey(key, LAYOUT_PREFIX + field);
     for (let attempt = 1;; attempt++) {
-      let entry: Deno.KvEntryMaybe<unknown>;
       let committed: Deno.KvCommitResult | Deno.KvCommitError | undefined;
       let last = 0n;
       let raised = false;
       try {
-        entry = await kv.get(kvKey);
+        const [entry, layoutEntry] = await kv.getMany([kvKey, layoutKey]);
         let current = counterValue(entry.value, where);
+        checkLayout(layoutEntry.value, current, options.layout, where);
         if (options.guard && current < options.floor) {
           current = options.raiseTo;
           raised = true;
@@ -310,10 +313,11 @@ export class DenoKvStore implements Store, Disposable {
             where,
           );
         }
-        committed = await kv.atomic()
-          .check({ key: kvKey, versionstamp: entry.versionstamp })
-          .set(kvKey, new Deno.KvU64(last))
-          .commit();
+        const op = kv.atomic().check(entry, layoutEntry).set(kvKey, new Deno.KvU64(last));
+        if (options.layout !== undefined && layoutEntry.value === null) {
+          op.set(layoutKey, options.layout);
+        }
+        committed = await op.commit();
       } catch (cause) {
         // Another process holds the SQLite write lock: nothing was written, try again.
         if (!isBusy(cause)) throw this.#error(cause, key, field);
@@ -324,7 +328,10 @@ export class DenoKvStore implements Store, Disposable {
         s.reservations++;
         s.maxAttempts = Math.max(s.maxAttempts, attempt);
         if (raised) s.raised++;
-        return { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
+        const ranges = [{ first: last - BigInt(count) + 1n, last }];
+        return options.layout === undefined
+          ? { ranges, raised }
+          : { ranges, raised, layout: options.layout };
       }
       if (committed !== undefined) this.#stats.conflicts++;
       if (attempt >= this.#maxAttempts) {

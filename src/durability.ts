@@ -177,20 +177,44 @@ async function info(
 
 const DEFAULT_APPENDFSYNC = "everysec";
 
-// Reads in flight, per client and hash: generators that start together share one (10,000 new
-// names at once: one INFO script and three CONFIG GET, not 10,000 of each). A finished read
-// is never reused: a later probe (after a failure or a rollback) reads the server again.
-const inFlight = new WeakMap<RedisClient, Map<string, ReturnType<typeof readServer>>>();
+// The last read per client and hash, shared by every generator on that client: 10,000 new
+// names at once send one INFO script and three CONFIG GET, not 10,000 of each, and a generator
+// made after an accepted read reserves at once (its first ID one round trip, not two: the read
+// costs about a reservation's round trip, three to four times one raw HINCRBY on node-redis,
+// bench/deploy_bench.ts). A read is shared only while no generator has found a reason to
+// doubt it ({@linkcode markServerReadsStale}: a transient failure, a rollback, a refusal):
+// after one, the next read of every client reads the server again.
+type ServerRead = ReturnType<typeof readServer>;
+type SharedRead = { read: ServerRead; epoch: number; done: boolean };
+const reads = new WeakMap<RedisClient, Map<string, SharedRead>>();
+let epoch = 0;
 
-function serverReads(client: RedisClient, key: string): ReturnType<typeof readServer> {
-  let reads = inFlight.get(client);
-  if (reads === undefined) inFlight.set(client, reads = new Map());
-  const shared = reads.get(key);
-  if (shared !== undefined) return shared;
+/**
+ * Stop sharing every server read made so far: the next read of each client and hash reads the
+ * server again. Called by a generator that marks its read due (a transient failure may hide a
+ * reconnect to a restarted or other server; a rollback says the server lost data; a refusal
+ * may be fixed).
+ */
+export function markServerReadsStale(): void {
+  epoch++;
+}
+
+function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRead {
+  let byKey = reads.get(client);
+  if (byKey === undefined) reads.set(client, byKey = new Map());
+  const shared = byKey.get(key);
+  // A re-read (reuse false) joins only a read still in flight and sent since the last doubt
+  // (10,000 names re-reading after one failure: one read); a finished one it reads again.
+  if (shared !== undefined && shared.epoch === epoch && (reuse || !shared.done)) {
+    return shared.read;
+  }
   const read = readServer(client, key);
-  reads.set(key, read);
-  const done = () => reads.delete(key);
-  read.then(done, done);
+  const entry: SharedRead = { read, epoch, done: false };
+  byKey.set(key, entry);
+  read.then(() => entry.done = true, () => {
+    // A failed read is never shared: the next one reads the server again.
+    if (byKey.get(key) === entry) byKey.delete(key);
+  });
   return read;
 }
 
@@ -208,14 +232,16 @@ function readServer(client: RedisClient, key: string) {
  * `INFO server`, `persistence` and `memory` and the hash's `PTTL` (one script), with
  * `CONFIG GET appendfsync`, `save` and `rocksdb.write_options.sync` sent at the same time
  * (one round trip in all). A setting the server will not tell is `"unknown"` unless
- * `options.stated` states it. A lost connection rejects.
+ * `options.stated` states it. A lost connection rejects. With `options.reuse`, the last read
+ * of this client and hash answers while no generator has doubted it since
+ * ({@linkcode markServerReadsStale}).
  */
 export async function probeRedis(
   client: RedisClient,
   key: string,
   options: DurabilityOptions,
 ): Promise<StoreDurability> {
-  const [read, appendfsync, save, sync] = await serverReads(client, key);
+  const [read, appendfsync, save, sync] = await serverReads(client, key, options.reuse === true);
   const i = read.info;
   const stated = options.stated ?? {};
   const settings: Record<string, string> = {};

@@ -20,7 +20,12 @@ import type {
   KvIdStats,
   RollbackDetail,
 } from "./kvid_options.ts";
-import { checkDurabilityOptions, type DurabilityMode, durabilityRefusal } from "./durability.ts";
+import {
+  checkDurabilityOptions,
+  type DurabilityMode,
+  durabilityRefusal,
+  markServerReadsStale,
+} from "./durability.ts";
 import { checkRedisOption, storeForRedis } from "./redis_option.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import type { IdRange, Reservation, Store, StoreDurability } from "./store_contract.ts";
@@ -915,7 +920,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       if (reply.raised || below || added === "rollback") {
         // The server lost data: it may have restarted, or be another one; ask it again. (The
         // floor option was asked again already, before this range was accepted.)
-        this.#durabilityDue = true;
+        this.#markDurabilityDue();
         this.#rollbacks++;
         this.dispatchEvent(
           new CustomEvent<RollbackDetail>("rollback", { detail: { floor, last } }),
@@ -944,7 +949,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#lastError = error;
       this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);
       // A transient failure may hide a reconnect to a restarted (or another) server.
-      if (isTransient(error.code)) this.#durabilityDue = true;
+      if (isTransient(error.code)) this.#markDurabilityDue();
       // A refusal will not heal by waiting: tell the callers now. Others retry until timeout.
       if (!isTransient(error.code)) this.#rejectWaiters(() => error);
       else if (this.#downSince !== undefined) this.#rejectWaiters(() => this.#downError());
@@ -996,12 +1001,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       mode: this.#durabilityMode,
       replicas: this.#replicas,
       stated: this.#options.serverSettings ?? {},
+      // The first read may be another generator's on the same client (see DurabilityOptions).
+      reuse: this.#durability === undefined,
     });
     this.#durability = d;
     const refusal = durabilityRefusal(d, this.#durabilityMode, this.key, this.name);
     this.#durabilityAccepted = refusal === undefined;
-    if (refusal !== undefined) throw refusal;
+    if (refusal !== undefined) {
+      markServerReadsStale(); // a fixed server is read again by the next generator too
+      throw refusal;
+    }
     this.#durabilityDue = false;
+  }
+
+  /** Read the store again before the next reservation, and stop sharing reads made so far. */
+  #markDurabilityDue(): void {
+    this.#durabilityDue = true;
+    markServerReadsStale();
   }
 
   /** `"best-effort"`, and the store said (one of) its server(s) keeps no AOF. */

@@ -8,15 +8,15 @@
 
 import { defaultRedis } from "./configure.ts";
 import { KvIdError } from "./errors.ts";
-import { InterleavedStore, MAX_SERVERS } from "./interleaved_store.ts";
+import { InterleavedStore, MAX_MEMBERS } from "./stores/interleaved/interleaved_store.ts";
 import { checkRedisSource, type RedisSource, RedisStore } from "./redis_store.ts";
 import type { Store } from "./store_contract.ts";
 
 /** Throw a TypeError or RangeError unless `value` is a valid `redis` option of `who`. */
 export function checkRedisOption(who: string, value: unknown): void {
   if (Array.isArray(value)) {
-    if (value.length === 0 || value.length > MAX_SERVERS) {
-      throw new RangeError(`${who} option redis must list 1 to ${MAX_SERVERS} servers`);
+    if (value.length === 0 || value.length > MAX_MEMBERS) {
+      throw new RangeError(`${who} option redis must list 1 to ${MAX_MEMBERS} servers`);
     }
     value.forEach((r, i) => checkRedisSource(`${who} option redis[${i}]`, r));
     if (new Set(value).size !== value.length) {
@@ -56,7 +56,12 @@ export function storeForRedis(
     );
   }
   if (Array.isArray(source)) {
-    return new InterleavedStore(source, { block: context.block, timeout: context.timeout });
+    // One RedisStore per client, shared: the set's members are the same stores a generator on
+    // one of the servers alone would use, and what one set learns of a member's health, all do.
+    return new InterleavedStore(source.map(storeFor), {
+      block: context.block,
+      timeout: context.timeout,
+    });
   }
   return storeFor(source);
 }

@@ -17,6 +17,11 @@ import type {
 } from "./store_contract.ts";
 import { poolField, stepField } from "./store_contract.ts";
 import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
+import {
+  LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX,
+  otherLayout,
+  singleStoreCounter,
+} from "./stores/interleaved/layout.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { probeRedis } from "./durability.ts";
 
@@ -175,6 +180,31 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], count)
 return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`,
 );
 
+// The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
+// that member's block cycles. Refuses another layout, and a value without a layout (a
+// single-server counter, whose value is an ID); records the layout with the first increment (so
+// they never exist apart); raises the field to ARGV[4] if below the floor ARGV[3] (compared as
+// decimal strings). ARGV: field, count, floor, raiseTo, layout. Replies {'ok', value, raised},
+// {'layout', layout found}, {'plain', value} or {'notint', value}.
+const LAYOUT_RESERVE_SCRIPT = new LuaScript(
+  LUA_BELOW + `local found = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
+if not string.match(found, '^%-?%d+$') then return {'notint', found} end
+local lf = '\\0layout:' .. ARGV[1]
+local layout = redis.call('HGET', KEYS[1], lf)
+if layout and layout ~= ARGV[5] then return {'layout', layout} end
+if not layout and found ~= '0' then return {'plain', found} end
+local raised = 0
+if below(found, ARGV[3]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+  raised = 1
+end
+if not layout then redis.call('HSET', KEYS[1], lf, ARGV[5]) end
+redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
+return {'ok', redis.call('HGET', KEYS[1], ARGV[1]), raised, ttl}`,
+);
+
 // Compare-and-set: lower the counter to ARGV[3] only if it still holds ARGV[2] (the end of the
 // caller's last reservation, compared as a decimal string: exact past 2^53). A counter that
 // interleaved servers own is left alone.
@@ -243,8 +273,8 @@ end
 return redis.call('HGET', KEYS[1], ARGV[1])`);
 
 const MAX_ID = (1n << 63n) - 1n;
-// The layout field of an interleaved counter (see InterleavedStore): this prefix, then the name.
-const LAYOUT_PREFIX = "\u0000layout:";
+// The least time a WAIT bounded by round trips (ReserveOptions.waitRoundTrips) gets in all.
+const MIN_WAIT_MS = 200;
 const INTERLEAVED_COUNTER =
   "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
 // Counters remembered as checked, at most: a bound for processes with very many names.
@@ -278,7 +308,24 @@ export function resolveRedis(source: RedisSource): Promise<RedisClient> {
 /**
  * The store on Redis or Kvrocks. With `guard` it runs one script per reservation (EVALSHA, and
  * EVAL when the server answers NOSCRIPT); without it, a plain `HINCRBY`. A server without
- * scripting makes it fall back to plain `HINCRBY` for good.
+ * scripting makes it fall back to plain `HINCRBY` for good. As a member of an
+ * {@linkcode InterleavedStore} it records and checks the set's layout in the same script (and
+ * refuses to serve the set without scripting).
+ *
+ * @example A Redis server and a Deno KV file interleaving blocks
+ * ```ts
+ * import { KvId } from "@kvid/core";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import { InterleavedStore, RedisStore } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * // `() => connect({ hostname: "127.0.0.1", port: 6379 })` with jsr:@db/redis in an app.
+ * const redis = new RedisStore(() => Promise.reject(new Error("not in this example")));
+ * using kv = new DenoKvStore(":memory:");
+ * const store = new InterleavedStore([redis, kv], { block: 1000 });
+ * await using ORDER_ID = new KvId("order", { store });
+ * assert.ok(store.layout(1) === "v1 servers=2 block=1000 index=1" && ORDER_ID.name === "order");
+ * ```
  */
 export class RedisStore implements Store {
   /** The reserve script reads the remembered step in the same call. */
@@ -290,7 +337,11 @@ export class RedisStore implements Store {
   // Counters (key, field) checked for an interleaved layout before their first plain HINCRBY.
   readonly #plainChecked = new Set<string>();
 
-  /** @param source The client or a factory of it. */
+  /**
+   * A store on one server; no I/O until the first reservation.
+   *
+   * @param source The client or a factory of it.
+   */
   constructor(source: RedisSource) {
     this.#source = source;
   }
@@ -315,7 +366,13 @@ export class RedisStore implements Store {
     }
     const started = performance.now();
     const reservation = await this.#reserve(client, key, field, count, options);
-    const budget = (options.waitMs ?? 5_000) - (performance.now() - started);
+    // A member of an interleaved set waits a few of its own round trips at most
+    // (waitRoundTrips): one whose replicas or fsync do not confirm is skipped quickly.
+    const rtt = performance.now() - started;
+    let budget = (options.waitMs ?? 5_000) - rtt;
+    if (options.waitRoundTrips !== undefined) {
+      budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
+    }
     await confirmReservation(client, key, field, options, Math.max(1, Math.floor(budget)));
     return reservation;
   }
@@ -328,6 +385,9 @@ export class RedisStore implements Store {
     options: ReserveOptions,
   ): Promise<Reservation> {
     try {
+      if (options.layout !== undefined) {
+        return await this.#layoutScript(client, key, field, count, options, options.layout);
+      }
       if ((options.guard || (options.exact && this.#rounding)) && this.#scripting) {
         const floor = options.guard ? options.floor : 0n;
         const pool = options.guard && options.pool === true; // the floor bounds what it takes
@@ -461,6 +521,53 @@ export class RedisStore implements Store {
     }
     if (this.#plainChecked.size >= MAX_CHECKED) this.#plainChecked.clear();
     this.#plainChecked.add(counter);
+  }
+
+  /** A member's reservation in an interleaved set; see {@linkcode ReserveOptions.layout}. */
+  async #layoutScript(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+    layout: string,
+  ): Promise<Reservation> {
+    const where = { key, field };
+    const noScripting = () =>
+      new KvIdError(
+        "config",
+        "interleaving needs Lua scripting (EVAL/EVALSHA), which this server refuses: the layout cannot be checked with the increment",
+        where,
+      );
+    if (!this.#scripting) throw noScripting();
+    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
+    const floor = options.guard ? options.floor : 0n;
+    const args = [field, String(count), String(floor), String(raiseTo), layout];
+    let reply: unknown;
+    try {
+      reply = await LAYOUT_RESERVE_SCRIPT.run(client, [key], args);
+    } catch (err) {
+      if (isReplyError(err) && isNoScripting(err)) {
+        this.#scripting = false;
+        throw noScripting();
+      }
+      throw err;
+    }
+    const [status, a, c, ttl] = Array.isArray(reply) ? reply.map(text) : [];
+    if (status === "layout") throw otherLayout(a, layout, where);
+    if (status === "plain") throw singleStoreCounter(a, where);
+    if (status === "notint") {
+      throw new KvIdError("reply", "the counter field does not hold an integer", {
+        ...where,
+        cause: new Error(`found ${JSON.stringify(a)}`),
+      });
+    }
+    const value = parseInteger(a);
+    if (status !== "ok" || value === undefined || !value.exact) {
+      throw new Error(`unexpected script reply ${String(reply)}`);
+    }
+    const ttlRemovedMs = Number(ttl ?? 0) || 0;
+    return { ranges: [range(value.value, count)], raised: c === "1", layout, ttlRemovedMs };
   }
 
   /** Run the reserve script; undefined when the server has no scripting. */
@@ -742,6 +849,11 @@ export async function waitForReplicas(
       where,
     );
   }
+}
+
+function text(value: unknown): string {
+  if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+  return String(value);
 }
 
 /** The range a counter reply V stands for: V - count + 1 .. V. */

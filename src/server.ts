@@ -47,7 +47,8 @@
  * | --------------------- | ---------------------------------------------------------------------------------------------------------- |
  * | `KVID_TOKENS`         | `<token>:<names>,...`, names `*` or `a\|b\|c`; tokens: 16+ printable ASCII characters. Required, unless... |
  * | `KVID_AUTH=none`      | ...this is set: the service runs open, and says so loudly in its log                                       |
- * | `KVID_REDIS_URL`      | `redis://[user:password@]host:port[/db]` or `rediss://` (node-redis); unset: Deno KV                       |
+ * | `KVID_STORE_URL`      | the store, by scheme: `redis://[user:password@]host:port[/db]`, `rediss://`, `postgres://`, `mysql://`     |
+ * | `KVID_REDIS_URL`      | the same for a Redis URL (before `KVID_STORE_URL`); neither set: Deno KV                                  |
  * | `KVID_KV_PATH`        | the Deno KV database; default Deno's own (on Deno Deploy: the project's KV)                                |
  * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
  * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |

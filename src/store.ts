@@ -1,6 +1,6 @@
 /**
  * For store authors: the interface a backend implements ({@linkcode Store}), what a reservation
- * takes and returns, and the interleaving store for several independent servers. Applications
+ * takes and returns, and the interleaving store over several independent stores. Applications
  * need none of it: `jsr:@kvid/core` has the generators, and `jsr:@kvid/core/deno-kv` the Deno
  * KV backend.
  *
@@ -69,7 +69,18 @@
  * (field `"\0layout:<name>"`, e.g. `v1 servers=3 block=1000 index=1`), written on first use and
  * checked by every reservation: a mismatch (another N, `block` or order) is refused with a `"config"`
  * error, because it would break the residue guarantee; use a new key or name instead. A single-server
- * generator (with `guard`) refuses such a counter too.
+ * generator refuses such a counter too, and the set refuses a single-server counter (a value and no
+ * layout: its value is an ID, not a cycle).
+ *
+ * **Any store can be a member** (seed 003's outer and inner steps over several database instances):
+ * `new InterleavedStore([new RedisStore(a), new DenoKvStore("./ids.sqlite3")], { block: 1000 })`
+ * interleaves a Redis server and a Deno KV file the same way, and `PostgresStore` and `MySqlStore`
+ * are members too (several databases, seed 003's outer and inner steps); `redis: [a, b, c]` is that
+ * store over one `RedisStore` per client. A member records and checks the layout in the same atomic step as its
+ * increment when a reservation carries `ReserveOptions.layout`, and echoes it in the reply; a store
+ * that does not (a custom one) is refused as a member with a `"config"` error. Deno KV keeps the
+ * layout in the entry `[...prefix, key, "\0layout:<name>"]` next to the counter, the SQL stores in the
+ * row's `layout` column.
  *
  * A reservation goes to the next healthy server in turn and takes whole blocks (one range each; a
  * segment may be several ranges). It sends the generator's high-water mark as a floor, so a server
@@ -103,7 +114,12 @@
  * @module
  */
 
-export { InterleavedStore, type InterleavedStoreOptions } from "./interleaved_store.ts";
+export {
+  InterleavedStore,
+  type InterleavedStoreOptions,
+  MAX_MEMBERS,
+} from "./stores/interleaved/interleaved_store.ts";
+export { RedisStore } from "./redis_store.ts";
 export type {
   DurabilityOptions,
   IdRange,

@@ -59,6 +59,11 @@ export interface Reservation {
   /** True when the stored counter was below the floor and was raised first (a rollback). */
   raised: boolean;
   /**
+   * The layout the store recorded and checked, echoed from {@linkcode ReserveOptions.layout};
+   * left out by a store that cannot record layouts, which an interleaving store then refuses.
+   */
+  layout?: string;
+  /**
    * The time to live, in ms, that the hash had and that this reservation removed (`PERSIST`, in
    * the same atomic step): something set a TTL on the counters; -1 when one was removed without
    * reading its length (a server without scripting). Absent or 0 when none.
@@ -104,6 +109,23 @@ export interface ReserveOptions {
   waitAof?: boolean;
   /** How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget). Default 5,000. */
   waitMs?: number;
+  /**
+   * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at
+   * least 200 ms in all), so a member of an interleaved set whose replicas do not confirm is
+   * skipped quickly instead of holding the whole budget. Default: none, `waitMs` alone.
+   */
+  waitRoundTrips?: number;
+  /**
+   * Set by an interleaving store ({@linkcode InterleavedStore}) on each member: the layout of the
+   * set for this member, e.g. `"v1 servers=3 block=1000 index=1"`; the counter then counts this
+   * member's block cycles, not IDs. A store that supports it, in the same atomic step as the
+   * increment: records the layout next to the counter on first use; refuses with a `"config"`
+   * {@linkcode KvIdError} a counter holding another layout, or holding a value and no layout (a
+   * single-store counter, whose value is an ID); and echoes it in {@linkcode Reservation.layout}.
+   * Without `layout`, it refuses a counter that has one (a plain increment of a block cycle
+   * would repeat the set's IDs). Default: none, a single-store counter.
+   */
+  layout?: string;
   /**
    * Also read the counter's remembered step ({@linkcode stepField}) in the same atomic call and
    * reserve at least that many IDs (at most `maxCount`), reporting it in
@@ -196,6 +218,15 @@ export interface DurabilityOptions {
   replicas: number;
   /** Settings the server will not tell, as the user states them (`serverSettings`). */
   stated: Readonly<Record<string, string>>;
+  /**
+   * A generator's first read: a read of the same client and hash that no generator has had a
+   * reason to doubt since (a transient failure, a rollback, a refusal) may answer, so only
+   * the first generator of a process waits for the server's answer. A re-read (after one of
+   * those) is false: the server is read again.
+   *
+   * @default {false}
+   */
+  reuse?: boolean;
 }
 
 /**

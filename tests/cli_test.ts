@@ -2,6 +2,7 @@
  * The admin CLI, run as a subprocess against a real server.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";
@@ -18,12 +19,12 @@ interface Run {
   stderr: string;
 }
 
-/** Run the CLI; `KVID_REDIS_URL` is cleared unless given. */
+/** Run the CLI; `KVID_REDIS_URL` and `KVID_STORE_URL` are cleared unless given. */
 async function kvid(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", CLI, ...args],
     cwd: ROOT,
-    env: { KVID_REDIS_URL: "", ...env },
+    env: { KVID_REDIS_URL: "", KVID_STORE_URL: "", ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -101,7 +102,7 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
     /-n must be an integer from 1 to 10000000, got "0"/,
     /-n must be an integer/,
     /get has no option --keep-days/,
-    /--url must start with redis:\/\//,
+    /--url has an unknown scheme "http:"/,
     /from 0 to 2\^63-1/,
     /from 0 to 2\^63-1/,
     /--keep-days N is required/,

@@ -3,6 +3,7 @@
  * line, the key from `KVID_ID_KEY`, and the exit codes of bad input.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { decimal, encrypted, parseKeys } from "../src/codec/mod.ts";
 

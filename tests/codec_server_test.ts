@@ -3,6 +3,7 @@
  * environment) answers each raw ID of a name with its public form; the key is never logged.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { createHandler, optionsFromEnv } from "../src/server.ts";
 import { DenoKvStore } from "../src/deno_kv_store.ts";

@@ -4,6 +4,7 @@
  * codec_slow_test.ts.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { DailyId, KvId, KvIdError } from "../mod.ts";

@@ -2,12 +2,13 @@
  * DailyId: date-prefixed daily serials, against a real server with an injected clock.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/calendar.ts";
 import { MAX_DIGITS } from "../src/daily.ts";
 import { openClient, Spy } from "./clients.ts";
-import { command, startNoScriptingServer, startServer } from "./server.ts";
+import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 /** A wall clock the test sets by hand. */
@@ -522,10 +523,49 @@ Deno.test("DailyId cleanup: a clock running ahead never deletes a day others sti
   ]);
 });
 
-Deno.test("DailyId cleanup without scripting: dated by the server, interleaved counters kept", async () => {
-  const server = await startNoScriptingServer();
-  if (server === undefined) return;
-  await using _ = server;
+Deno.test("DailyId cleanup: a process lagging the server's clock by less than keepDays keeps its day", async () => {
+  await using server = await startServer();
+  const url = server.url;
+  await using a = await openClient("node-redis", url);
+  await using b = await openClient("ioredis", url);
+  const timeZone = noonZone();
+  const today = new ZonedDays(timeZone).dayAt(Date.now());
+  const day = (n: number) => addDays(today, n).text;
+  const key = "kvid:daily:lag";
+  const HOUR = 3_600_000;
+  const options = { timeZone, minStep: 5, maxStep: 5, prefetchAt: 0 };
+  // Processes whose clocks lag the server's (it is about noon there): by 1 day, and by 1 day
+  // and 23 hours (still within keepDays 2), each using "its" day's counter.
+  const lagging = [24 * HOUR, 47 * HOUR].map((lag) =>
+    new DailyId("lag", { ...options, redis: a.redis, clock: () => Date.now() - lag })
+  );
+  const first = await Promise.all(lagging.map((g) => g.next()));
+  assert.deepEqual(first.map((id) => lagging[0].parse(id).day), [day(-1), day(-2)]);
+  await command(url, "HSET", key, day(-3), "9", day(-4), "9");
+  // Cleanups with keepDays 2 by a right clock, one running ahead, and the most lagging process
+  // itself: days before the day before yesterday go (by the server's clock), theirs stay.
+  await using right = new DailyId("lag", { ...options, redis: b.redis });
+  assert.equal(await right.cleanup({ keepDays: 2 }), 2);
+  await using ahead = new DailyId("lag", {
+    ...options,
+    redis: b.redis,
+    clock: () => Date.now() + 72 * HOUR,
+  });
+  assert.equal(await ahead.cleanup({ keepDays: 2 }), 0);
+  assert.equal(await lagging[1].cleanup({ keepDays: 2 }), 0);
+  assert.deepEqual((await command(url, "HKEYS", key) as string[]).sort(), [day(-2), day(-1)]);
+  // They carry on above what they issued: their counters were never deleted.
+  const next = await Promise.all(lagging.map((g) => g.next()));
+  for (const [i, id] of next.entries()) assert.ok(id > first[i], `${id} after ${first[i]}`);
+  await Promise.all(lagging.map((g) => g.close()));
+});
+
+Deno.test({
+  ...ownServers(
+    "DailyId cleanup without scripting: dated by the server, interleaved counters kept",
+  ),
+}, async () => {
+  await using server = await startNoScriptingServer();
   const url = server.url;
   await using client = await openClient("ioredis", url);
   const timeZone = noonZone();

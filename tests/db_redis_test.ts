@@ -7,6 +7,7 @@
  *
  *     KVID_DB_REDIS=1 deno test -A --config path/to/links/deno.json tests/db_redis_test.ts
  */
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { command, startServer } from "./server.ts";

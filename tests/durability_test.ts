@@ -6,6 +6,7 @@
  * explicitly, shows what is lost.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, type ExpiryDetail, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { RedisStore } from "../src/redis_store.ts";

@@ -4,6 +4,7 @@
  * same standard on the same AES).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FF1 as NobleFF1 } from "@noble/ciphers/ff1.js";

@@ -5,6 +5,7 @@
  * in the reservation itself. Counts and orders of events only: nothing depends on speed.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, KvId, type RedisClient } from "../mod.ts";
 import { RedisStore } from "../src/redis_store.ts";

@@ -4,6 +4,7 @@
  * `HttpStore` against 2 service instances on one Redis, one instance restarted mid-run.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../mod.ts";
 import { HttpStore } from "../src/client/mod.ts";

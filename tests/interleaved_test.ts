@@ -6,16 +6,21 @@
  * producer process of the multi-process test.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { startProxy } from "./proxy.ts";
-import { command, startNoScriptingServer, startServer, type TestServer } from "./server.ts";
+import {
+  command,
+  ownServers,
+  startNoScriptingServer,
+  startServer,
+  type TestServer,
+} from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 
 const N = 3;
-// Three distinct servers that the test can kill: not with one external server.
-const ignore = Deno.env.get("KVID_TEST_URL") !== undefined;
 const LAYOUT = "\u0000layout:";
 
 async function openAll(kind: ClientKind, urls: string[]) {
@@ -38,7 +43,7 @@ const hget = async (s: TestServer, field: string) =>
 /** The server index that issues the block holding `id`. */
 const residue = (id: number, block: number) => Math.floor((id - 1) / block) % N;
 
-Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
+Deno.test(ownServers("interleaved store on 3 servers"), async (t) => {
   await using s0 = await startServer({ persistence: "aof" });
   await using s1 = await startServer({ persistence: "aof" });
   await using s2 = await startServer({ persistence: "aof" });
@@ -110,7 +115,7 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
         const run = async () => {
           for (let i = 0; i < 3 * N; i++) await id.nextBatch(10);
         };
-        await rejectsWith(run(), "config", /server [01] holds the layout/);
+        await rejectsWith(run(), "config", /member [01]: this store holds the layout/);
       }
       assert.deepEqual(await layouts(), layoutsBefore);
       // Another name may use another layout on the same servers.
@@ -139,8 +144,11 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
       await take(3000);
       await s1.kill();
       stall = 0;
+      const down = ids.length;
       await take(3000);
-      assert.ok(stall < 1500, `a dead server cost at most one short attempt: ${stall} ms`);
+      // Every call was served (none rejected at its 3 s timeout), and none by the dead server:
+      // it was skipped. How long the skip took is machine speed: logged, not asserted.
+      assert.ok(ids.slice(down).every((x) => residue(x, B) !== 1), "the dead server served IDs");
       const recoverMs = stall;
       await s1.restart();
       // Take IDs until the restarted server is used again (it is retried after a backoff).
@@ -179,16 +187,14 @@ Deno.test({ name: "interleaved store on 3 servers", ignore }, async (t) => {
       const ids: number[] = [];
       ids.push(...await id.nextBatch(1000));
       proxy.pause();
-      let stall = 0;
-      for (let i = 0; i < 20; i++) {
-        const t0 = performance.now();
-        ids.push(...await id.nextBatch(100));
-        stall = Math.max(stall, performance.now() - t0);
-      }
+      const paused = ids.length;
+      for (let i = 0; i < 20; i++) ids.push(...await id.nextBatch(100));
+      const whilePaused = ids.slice(paused);
       proxy.resume();
       ids.push(...await id.nextBatch(1000));
       assertIncreasing(ids);
-      assert.ok(stall < 1500, `longest wait ${stall} ms`);
+      // Every call was served within its timeout, none by the hung server: it was skipped.
+      assert.ok(whilePaused.every((x) => residue(x, 100) !== 2), "the hung server served IDs");
     });
 
     await t.step(`${kind}: bigint IDs are exact up to 2^63-1, then overflow`, async () => {
@@ -275,102 +281,104 @@ interface FinalReport {
   segments: number;
 }
 
-Deno.test({
-  name: "1M IDs from 4 processes on 3 servers, one killed and restarted: no duplicate",
-  ignore,
-}, async () => {
-  await using s0 = await startServer({ persistence: "aof" });
-  await using s1 = await startServer({ persistence: "aof" });
-  await using s2 = await startServer({ persistence: "aof" });
-  const servers = [s0, s1, s2];
-  const dir = await Deno.makeTempDir({ prefix: "kvid-interleaved-" });
-  const quota = Math.ceil(TOTAL / PROCS / PHASES);
-  const procs = Array.from({ length: PROCS }, (_, p) => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        "--quiet",
-        new URL(import.meta.url).pathname,
-        "producer",
-        CLIENTS[p % CLIENTS.length],
-        `${dir}/ids-${p}.bin`,
-        String(quota),
-        String(BLOCK),
-        ...servers.map((s) => s.url),
-      ],
-      cwd: new URL("..", import.meta.url).pathname,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const stderr = new Response(child.stderr).text();
-    const stdin = child.stdin.getWriter();
-    return { child, lines: new Lines(child.stdout), stdin, stderr };
-  });
-  const say = (line: string) =>
-    Promise.all(procs.map((p) => p.stdin.write(new TextEncoder().encode(line + "\n"))));
-  const reports: PhaseReport[][] = [];
-  const finals: FinalReport[] = [];
-  try {
-    const hear = async () => {
-      return await Promise.all(procs.map(async (p) => {
-        const line = await p.lines.next();
-        if (line === undefined) {
-          await p.child.status;
-          assert.fail(`a producer exited early: ${await p.stderr}`);
-        }
-        return JSON.parse(line);
+Deno.test(
+  ownServers("1M IDs from 4 processes on 3 servers, one killed and restarted: no duplicate"),
+  async () => {
+    await using s0 = await startServer({ persistence: "aof" });
+    await using s1 = await startServer({ persistence: "aof" });
+    await using s2 = await startServer({ persistence: "aof" });
+    const servers = [s0, s1, s2];
+    const dir = await Deno.makeTempDir({ prefix: "kvid-interleaved-" });
+    const quota = Math.ceil(TOTAL / PROCS / PHASES);
+    const procs = Array.from({ length: PROCS }, (_, p) => {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          "--quiet",
+          new URL(import.meta.url).pathname,
+          "producer",
+          CLIENTS[p % CLIENTS.length],
+          `${dir}/ids-${p}.bin`,
+          String(quota),
+          String(BLOCK),
+          ...servers.map((s) => s.url),
+        ],
+        cwd: new URL("..", import.meta.url).pathname,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const stderr = new Response(child.stderr).text();
+      const stdin = child.stdin.getWriter();
+      return { child, lines: new Lines(child.stdout), stdin, stderr };
+    });
+    const say = (line: string) =>
+      Promise.all(procs.map((p) => p.stdin.write(new TextEncoder().encode(line + "\n"))));
+    const reports: PhaseReport[][] = [];
+    const finals: FinalReport[] = [];
+    try {
+      const hear = async () => {
+        return await Promise.all(procs.map(async (p) => {
+          const line = await p.lines.next();
+          if (line === undefined) {
+            await p.child.status;
+            assert.fail(`a producer exited early: ${await p.stderr}`);
+          }
+          return JSON.parse(line);
+        }));
+      };
+      reports.push(await hear()); // phase 1: every server up
+      await s1.kill();
+      await say("go");
+      reports.push(await hear()); // phase 2: server 1 dead
+      await s1.restart();
+      await say(`go ${KILLED}`);
+      reports.push(await hear()); // phase 3: server 1 back, used again
+      finals.push(...await hear());
+    } finally {
+      await Promise.all(procs.map(async (p) => {
+        await p.stdin.close().catch(() => {});
+        while (await p.lines.next() !== undefined) { /* drain */ }
+        const status = await p.child.status;
+        const err = await p.stderr;
+        if (!status.success) throw new Error(`producer failed (${status.code}): ${err}`);
       }));
-    };
-    reports.push(await hear()); // phase 1: every server up
-    await s1.kill();
-    await say("go");
-    reports.push(await hear()); // phase 2: server 1 dead
-    await s1.restart();
-    await say(`go ${KILLED}`);
-    reports.push(await hear()); // phase 3: server 1 back, used again
-    finals.push(...await hear());
-  } finally {
-    await Promise.all(procs.map(async (p) => {
-      await p.stdin.close().catch(() => {});
-      while (await p.lines.next() !== undefined) { /* drain */ }
-      const status = await p.child.status;
-      const err = await p.stderr;
-      if (!status.success) throw new Error(`producer failed (${status.code}): ${err}`);
-    }));
-  }
+    }
 
-  // Every file increasing; all IDs distinct across processes.
-  const files = await Promise.all(
-    procs.map((_, p) => Deno.readFile(`${dir}/ids-${p}.bin`)),
-  );
-  await Deno.remove(dir, { recursive: true });
-  let total = 0;
-  for (const f of files) total += f.byteLength / 8;
-  const all = new Float64Array(total);
-  let at = 0;
-  for (const [p, f] of files.entries()) {
-    const ids = new Float64Array(f.buffer, f.byteOffset, f.byteLength / 8);
-    assertIncreasing(ids, `producer ${p}`);
-    all.set(ids, at);
-    at += ids.length;
-  }
-  assert.ok(total >= TOTAL, `${total} IDs`);
-  all.sort();
-  for (let i = 1; i < all.length; i++) {
-    if (all[i] === all[i - 1]) assert.fail(`duplicate ID ${all[i]}`);
-  }
-  for (const f of finals) assert.equal(f.rollbacks, 0);
-  const rate = (r: PhaseReport[]) =>
-    Math.round(r.reduce((n, x) => n + x.ids, 0) / r.reduce((m, x) => Math.max(m, x.ms), 0) * 1000);
-  const wait = (r: PhaseReport[]) => Math.round(r.reduce((m, x) => Math.max(m, x.maxWaitMs), 0));
-  console.log(
-    `${total} IDs, distinct. IDs/s all up ${rate(reports[0])}, one dead ${rate(reports[1])}, ` +
-      `back ${rate(reports[2])}; longest wait per phase ${reports.map(wait).join(" / ")} ms; ` +
-      `engine failures ${finals.map((f) => f.failures).join(",")}`,
-  );
-});
+    // Every file increasing; all IDs distinct across processes.
+    const files = await Promise.all(
+      procs.map((_, p) => Deno.readFile(`${dir}/ids-${p}.bin`)),
+    );
+    await Deno.remove(dir, { recursive: true });
+    let total = 0;
+    for (const f of files) total += f.byteLength / 8;
+    const all = new Float64Array(total);
+    let at = 0;
+    for (const [p, f] of files.entries()) {
+      const ids = new Float64Array(f.buffer, f.byteOffset, f.byteLength / 8);
+      assertIncreasing(ids, `producer ${p}`);
+      all.set(ids, at);
+      at += ids.length;
+    }
+    assert.ok(total >= TOTAL, `${total} IDs`);
+    all.sort();
+    for (let i = 1; i < all.length; i++) {
+      if (all[i] === all[i - 1]) assert.fail(`duplicate ID ${all[i]}`);
+    }
+    for (const f of finals) assert.equal(f.rollbacks, 0);
+    const rate = (r: PhaseReport[]) =>
+      Math.round(
+        r.reduce((n, x) => n + x.ids, 0) / r.reduce((m, x) => Math.max(m, x.ms), 0) * 1000,
+      );
+    const wait = (r: PhaseReport[]) => Math.round(r.reduce((m, x) => Math.max(m, x.maxWaitMs), 0));
+    console.log(
+      `${total} IDs, distinct. IDs/s all up ${rate(reports[0])}, one dead ${rate(reports[1])}, ` +
+        `back ${rate(reports[2])}; longest wait per phase ${reports.map(wait).join(" / ")} ms; ` +
+        `engine failures ${finals.map((f) => f.failures).join(",")}`,
+    );
+  },
+);
 
 /** The producer process: `producer <kind> <file> <quota per phase> <block> <url>...`. */
 async function producer(args: string[]): Promise<void> {
@@ -431,12 +439,11 @@ if (import.meta.main && Deno.args[0] === "producer") {
 }
 
 Deno.test(
-  { name: "every generator mode refuses a counter of interleaved servers", ignore },
+  ownServers("every generator mode refuses a counter of interleaved servers"),
   async (t) => {
     await using a = await startServer();
     await using b = await startServer();
-    const noScripts = await startNoScriptingServer();
-    await using _ = noScripts;
+    await using noScripts = await startNoScriptingServer();
     for (const kind of CLIENTS) {
       await t.step(kind, async () => {
         await using ca = await openClient(kind, a.url);
@@ -457,7 +464,6 @@ Deno.test(
         }
         assert.equal(await hget(a, name), before, "the block cycle was not incremented");
         // A server without scripting: the plain HINCRBY is refused too.
-        if (noScripts === undefined) return;
         await command(
           noScripts.url,
           "HSET",
@@ -476,7 +482,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "interleaved servers refuse a single-server counter", ignore }, async () => {
+Deno.test(ownServers("interleaved servers refuse a single-server counter"), async () => {
   await using a = await startServer();
   await using b = await startServer();
   await using ca = await openClient("node-redis", a.url);
@@ -499,7 +505,7 @@ Deno.test({ name: "interleaved servers refuse a single-server counter", ignore }
   const run = async () => {
     for (let i = 0; i < 4; i++) await inter.nextBatch(1000);
   };
-  await rejectsWith(run(), "config", /single-server/);
+  await rejectsWith(run(), "config", /member 0: .*single-store/);
   assert.equal(await hget(a, "taken"), "2500");
   assert.equal(await hget(a, LAYOUT + "taken"), null);
 });

@@ -2,6 +2,7 @@
  * The core behaviours of KvId against a real server, with each npm client.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { configure, KvId, type RedisClient } from "../mod.ts";
 import { type ClientKind, CLIENTS, openClient, Spy } from "./clients.ts";
@@ -351,8 +352,8 @@ Deno.test("server down: buffered IDs flow, then a KvIdError after the timeout, t
       const started = performance.now();
       const err = await rejectsWith(id.next(), "timeout");
       const waited = performance.now() - started;
-      // At the timeout, not before; late only by what a loaded machine delays a timer.
-      assert.ok(waited >= 290 && waited < 5_000, `rejected after ${waited} ms`);
+      // At the timeout, not before (the test's own time limit catches never).
+      assert.ok(waited >= 290, `rejected after ${waited} ms`);
       assert.ok(err.message.includes("down"));
       await server.restart();
       const next = await id.next();

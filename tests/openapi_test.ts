@@ -4,6 +4,7 @@
  * more and no fewer, and real answers that match its schemas (ajv, JSON Schema 2020-12).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";

@@ -2,6 +2,7 @@
  * Operating the library in production: JSON-safe stats, shutdown(), ... (issue 15).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
   type DailyCleanupDetail,

@@ -1,5 +1,6 @@
 /** Bad input at construction: a TypeError or RangeError naming what was wrong, no I/O. */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
   configure,

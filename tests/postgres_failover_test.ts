@@ -6,6 +6,7 @@
  * generator started after the failover repeat an ID.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import pg from "pg";

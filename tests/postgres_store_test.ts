@@ -3,6 +3,7 @@
  * `npm:pg` and through `npm:postgres` (postgres.js), and the errors a live server produces.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import pg from "pg";
 import { KvIdError } from "../mod.ts";
@@ -123,7 +124,11 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
     await t.step(`the shared Store spec, ${driver}`, async (t) => {
       await using h = harness(server, driver);
       // No corrupt(): the bigint column holds no non-integer (the cases check it refuses one).
-      await runStoreSpec(t, { store: h.store({ table: freshTable() }), contiguous: true });
+      await runStoreSpec(t, {
+        store: h.store({ table: freshTable() }),
+        contiguous: true,
+        layout: true,
+      });
     });
   }
 

@@ -9,6 +9,7 @@
  * resolved against their own folder.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);

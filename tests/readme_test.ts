@@ -7,6 +7,7 @@
  * `.ci/runtimes` (`readme_runtimes.ts`).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
   checkoutImportMap,
@@ -60,7 +61,11 @@ const NOT_RUN: { file: string; has: string; why: string }[] = [
   { file: "mod.ts", has: "jsr:@db/redis", why: "needs JSR (db_redis_test.ts where reachable)" },
   { file: "src/daily.ts", has: "jsr:@db/redis", why: "needs JSR" },
   { file: "src/kvid.ts", has: "jsr:@db/redis", why: "needs JSR" },
-  { file: "src/interleaved_store.ts", has: "[a, b, c]", why: "a fragment: a, b, c are clients" },
+  {
+    file: "src/stores/interleaved/interleaved_store.ts",
+    has: "new RedisStore(redis)",
+    why: "a fragment: redis is a client",
+  },
   { file: "src/adapters.ts", has: 'from "bun"', why: "Bun only: the README's Bun block runs" },
   { file: "src/server.ts", has: "createHandler", why: "serves until stopped (server_test.ts)" },
   { file: "src/deno_kv_store.ts", has: "Deno.serve", why: "serves until stopped (Deno Deploy)" },
@@ -85,6 +90,7 @@ Deno.test("module docs: every ts ignore block runs as written and ends by itself
       "src",
       "src/cli",
       "src/server",
+      "src/stores/interleaved",
       "src/stores/postgres",
       "src/stores/mysql",
       "src/codec",

@@ -4,6 +4,7 @@
  * error at the first reservation.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { CLIENTS, openClient } from "./clients.ts";

@@ -6,6 +6,7 @@
  * floods stay small; every wait is bounded.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { listen, listenConfig } from "../src/serve.ts";

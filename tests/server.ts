@@ -449,24 +449,48 @@ class LocalServer implements TestServer {
 }
 
 /**
- * Start a server without scripting (`EVAL` and `EVALSHA` renamed away, as some managed Redis
- * do). Undefined when that cannot be had: an external server ($KVID_TEST_URL), or one that
- * still runs scripts.
+ * True when `KVID_TEST_URL` names an existing server: tests that need servers of their own (one
+ * without scripting, several to pause) are then listed as ignored, their names saying why.
  */
-export async function startNoScriptingServer(): Promise<TestServer | undefined> {
-  let server: TestServer;
-  try {
-    server = await startServer({ disable: ["EVAL", "EVALSHA"] });
-  } catch {
-    return undefined; // a server that does not take the setting
+export const EXTERNAL_SERVER: boolean = Deno.env.get("KVID_TEST_URL") !== undefined;
+
+/**
+ * The `name` and `ignore` of a test that starts servers of its own: ignored with an external
+ * server, its name then saying why.
+ */
+export function ownServers(name: string): { name: string; ignore: boolean } {
+  return EXTERNAL_SERVER
+    ? { name: `${name} (ignored: needs servers of its own, KVID_TEST_URL is set)`, ignore: true }
+    : { name, ignore: false };
+}
+
+/**
+ * Start a server without scripting (`EVAL` and `EVALSHA` renamed away, as some managed Redis
+ * do). Throws, never returns nothing, when that cannot be had (a test that cannot run its
+ * subject fails): a server that did not start, one that still runs scripts, or an external
+ * server ($KVID_TEST_URL; tests that need one are ignored then, see {@linkcode EXTERNAL_SERVER}).
+ */
+export async function startNoScriptingServer(): Promise<TestServer> {
+  if (EXTERNAL_SERVER) {
+    throw new Error(
+      "startNoScriptingServer: KVID_TEST_URL names an existing server, which cannot be started without scripting; ignore this test when EXTERNAL_SERVER",
+    );
   }
+  const server = await startServer({ disable: ["EVAL", "EVALSHA"] });
+  let scripts: boolean;
   try {
     await command(server.url, "EVAL", "return 1", "0");
-  } catch {
-    return server;
+    scripts = true;
+  } catch (err) {
+    scripts = !/unknown command/i.test(String(err));
   }
-  await server.stop();
-  return undefined;
+  if (scripts) {
+    await server.stop();
+    throw new Error(
+      `startNoScriptingServer: the ${server.kind} server still runs scripts with EVAL and EVALSHA renamed away`,
+    );
+  }
+  return server;
 }
 
 /**

@@ -3,6 +3,7 @@
  * (tests/server.ts is the Redis test harness; this file tests the service.)
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import parsePrometheus from "parse-prometheus-text-format";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
@@ -470,14 +471,20 @@ Deno.test("service: a flood of new names hits the live-generator cap (429)", asy
   });
   await t.step("an idle generator is closed to make room", async () => {
     await using s = serveService({ store, tokens: TOKENS, maxGenerators: 1, idleMs: 1 });
-    const first = ids(await call(s.url, "/v1/ids/x"));
-    const t0 = Date.now();
-    while (Date.now() - t0 < 2) await new Promise((r) => setTimeout(r, 1)); // idle ≥ 1 ms
-    assert.equal((await call(s.url, "/v1/ids/y")).status, 200);
-    const t1 = Date.now();
-    while (Date.now() - t1 < 2) await new Promise((r) => setTimeout(r, 1));
-    const again = ids(await call(s.url, "/v1/ids/x"));
-    assert.ok(again[0] > first[0], "a new generator of x went backwards");
+    // The service's clock is moved by the test: x is idle for 2 ms however fast the machine.
+    const realNow = Date.now;
+    let ahead = 0;
+    Date.now = () => realNow() + ahead;
+    try {
+      const first = ids(await call(s.url, "/v1/ids/x"));
+      ahead += 2; // idle ≥ 1 ms
+      assert.equal((await call(s.url, "/v1/ids/y")).status, 200);
+      ahead += 2;
+      const again = ids(await call(s.url, "/v1/ids/x"));
+      assert.ok(again[0] > first[0], "a new generator of x went backwards");
+    } finally {
+      Date.now = realNow;
+    }
   });
 });
 

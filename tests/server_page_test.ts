@@ -3,6 +3,7 @@
  * `npm:puppeteer-core`; `.ci/run` installs chromium when missing).
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DenoKvStore } from "../src/deno_kv_store.ts";
 import { findChromium, launchBrowser } from "./browser.ts";

@@ -1,3 +1,4 @@
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { command, startServer } from "./server.ts";
 

@@ -4,6 +4,7 @@
  * after which every process serves again. PostgreSQL's processes mix `pg` and postgres.js.
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { type SqlServer, startMariaDb, startPostgres } from "./sql_servers.ts";
 

@@ -176,12 +176,12 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
         { ...GUARD, layout: "v1 servers=3 block=10 index=0" } as ReserveOptions,
       ),
       "config",
-      /another layout/,
+      /holds the layout/,
     );
     assert.equal(await h.value(table, "kvid", "set"), "5", "refusals change nothing");
     // A single store's counter (its value is an ID) is not taken over; a row at 0 is.
     await store.reserve("kvid", "single", 4, GUARD);
-    await rejectsWith(store.reserve("kvid", "single", 1, member()), "config", /single store/);
+    await rejectsWith(store.reserve("kvid", "single", 1, member()), "config", /single-store/);
     await store.saveStep("kvid", "stepped", 64);
     assert.deepEqual((await store.reserve("kvid", "stepped", 2, member())).ranges, [
       { first: 1n, last: 2n },
@@ -210,10 +210,12 @@ const CASES: Record<string, (h: SqlHarness) => Promise<void>> = {
     assert.deepEqual((await store.reserve("kvid", "order", 1, GUARD)).ranges[0].first, 1n);
     await h.exec(`UPDATE ${table} SET step = -5`);
     assert.equal(await store.loadStep("kvid", "order"), undefined);
-    // A generator on a negative remembered step starts from its minStep and serves.
+    // A generator on a negative remembered step starts from its minStep (the ramp-up rule may
+    // raise it to what its callers take in a few round trips) and serves; never from 4,096.
     await using gen = new KvId("order", { store, minStep: 7 });
     assert.equal(await gen.next(), 2);
-    assert.equal(gen.stats().step, 7);
+    const { step } = gen.stats();
+    assert.ok(step >= 7 && step < 4096, `step ${step}`);
   },
 
   async "day cleanup: only yyyymmdd rows of the key before the day; the server's clock"(h) {

@@ -8,6 +8,7 @@
 import { parseArgs } from "node:util";
 import config from "../../deno.json" with { type: "json" };
 import { ZonedDays } from "../calendar.ts";
+import { storeKind } from "../stores/store_url.ts";
 
 /** What `kvid --version` prints. */
 export const VERSION = `kvid (${config.name}) ${config.version}`;
@@ -58,7 +59,8 @@ const ARITY: Record<string, string[]> = {
 
 const COMMON_HELP = `Options of every command:
   --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
-                    Default: $KVID_REDIS_URL, else ${DEFAULT_URL}
+                    postgres://, mysql://: next --create only, for now
+                    Default: $KVID_STORE_URL, $KVID_REDIS_URL, else ${DEFAULT_URL}
   --key <hash>      The hash holding the counters. Default "kvid"
                     (daily, cleanup: "kvid:daily:<name>")
   --json            Print JSON (values as decimal strings, exact up to 2^63-1);
@@ -271,7 +273,8 @@ export function parse(argv: string[]): Parsed | Print {
   }
 
   const values = parsed.values as Record<string, string | boolean | undefined>;
-  const url = (values.url as string | undefined) || Deno.env.get("KVID_REDIS_URL") || DEFAULT_URL;
+  const url = (values.url as string | undefined) || Deno.env.get("KVID_STORE_URL") ||
+    Deno.env.get("KVID_REDIS_URL") || DEFAULT_URL;
   checkUrl(url);
   const key = (values.key as string | undefined) ??
     (command === "cleanup" || command === "daily" ? `kvid:daily:${args.name}` : "kvid");
@@ -367,14 +370,10 @@ function integerArg(what: string, text: string, min: number, max: number): numbe
 }
 
 function checkUrl(url: string): void {
-  let u: URL;
   try {
-    u = new URL(url);
-  } catch {
-    throw usage(`--url: not a URL: ${JSON.stringify(redact(url))}`);
-  }
-  if (u.protocol !== "redis:" && u.protocol !== "rediss:") {
-    throw usage(`--url must start with redis:// or rediss://, got ${JSON.stringify(redact(url))}`);
+    storeKind(url, "--url");
+  } catch (err) {
+    throw usage((err as Error).message);
   }
 }
 

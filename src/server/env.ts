@@ -11,6 +11,8 @@ import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
 import { parseForms } from "../codec/forms.ts";
 import { parseKeys } from "../codec/encrypted.ts";
 import type { RedisSource } from "../redis_store.ts";
+import { KvIdError } from "../errors.ts";
+import { storeFromUrl, storeKind } from "../stores/store_url.ts";
 import type { ServiceOptions } from "./options.ts";
 
 /** What {@linkcode optionsFromEnv} makes: the options and the store's resources to close. */
@@ -24,8 +26,11 @@ export interface EnvConfig {
 /**
  * Read the service's configuration from environment variables:
  *
- * - `KVID_REDIS_URL`: a Redis/Kvrocks URL (`redis://[user:password@]host:port[/db]` or
- *   `rediss://`), used with node-redis. Unset: Deno KV.
+ * - `KVID_STORE_URL`: the store, its scheme picks the kind: `redis://[user:password@]host:port[/db]`
+ *   or `rediss://` (Redis, Valkey, Kvrocks, with node-redis); `postgres://`, `postgresql://`
+ *   (`PostgresStore` with npm:pg), `mysql://` (`MySqlStore` with npm:mysql2), each driver loaded
+ *   only when its scheme is used; another scheme is refused at startup. Unset: Deno KV.
+ * - `KVID_REDIS_URL`: the same for a Redis URL, as before `KVID_STORE_URL` (both set: the same URL).
  * - `KVID_KV_PATH`: the Deno KV database path. Default: Deno's default (Deploy's KV there).
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
  *   `KVID_DURABILITY`, `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`,
@@ -92,7 +97,12 @@ export function optionsFromEnv(
     // Errors name the variable and a length, never the key.
     base.codecs = parseForms(forms, key ? parseKeys(key) : undefined);
   }
-  const url = get("KVID_REDIS_URL");
+  const url = storeUrl(get);
+  if (url && storeKind(url, "KVID_STORE_URL") !== "redis") {
+    const opened = storeFromUrl(url, { timeout: base.timeout ?? 5_000, what: "KVID_STORE_URL" });
+    const options = { ...base, store: opened.store, ready: opened.ready, storeLabel: opened.label };
+    return { options, close: opened.close };
+  }
   if (url) {
     const redis = connectNodeRedis(url, base.timeout ?? 5_000);
     return {
@@ -114,6 +124,27 @@ export function optionsFromEnv(
     // The store closes the database it opened through `open`.
     close: () => Promise.resolve(store.close()),
   };
+}
+
+/** `KVID_STORE_URL`, else `KVID_REDIS_URL` (a Redis URL only), else undefined. */
+function storeUrl(get: (name: string) => string | undefined): string | undefined {
+  const store = get("KVID_STORE_URL") || undefined;
+  const redis = get("KVID_REDIS_URL") || undefined;
+  if (store !== undefined && redis !== undefined && store !== redis) {
+    throw new KvIdError(
+      "config",
+      "KVID_STORE_URL and KVID_REDIS_URL are both set, to different URLs: set KVID_STORE_URL alone",
+    );
+  }
+  if (
+    store === undefined && redis !== undefined && storeKind(redis, "KVID_REDIS_URL") !== "redis"
+  ) {
+    throw new KvIdError(
+      "config",
+      "KVID_REDIS_URL takes a redis:// or rediss:// URL: set KVID_STORE_URL for another store",
+    );
+  }
+  return store ?? redis;
 }
 
 function namesFromEnv(text: string | undefined): ServiceOptions["names"] {

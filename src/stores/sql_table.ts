@@ -6,6 +6,7 @@
  */
 
 import { KvIdError } from "../errors.ts";
+import { interleavedCounter, otherLayout, singleStoreCounter } from "./interleaved/layout.ts";
 import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../calendar.ts";
 import type { Reservation, ReserveOptions } from "../store_contract.ts";
 
@@ -188,27 +189,9 @@ export function refuseFound(
     : settingText(found.layout);
   const where = { key, field };
   if (has !== layout) {
-    if (layout === undefined) {
-      throw new KvIdError(
-        "config",
-        `this counter belongs to interleaved stores (layout ${has}): use a generator with the same set of stores, or another name`,
-        where,
-      );
-    }
-    if (has !== undefined) {
-      throw new KvIdError(
-        "config",
-        `this counter holds another layout (${has}), not ${layout}: the set of stores changed; use the same set, or another name`,
-        where,
-      );
-    }
-    if (value !== undefined && value !== 0n) {
-      throw new KvIdError(
-        "config",
-        `this counter is a single store's (its value ${value} is an ID, it has no layout): an interleaved set cannot take it over; use another name`,
-        where,
-      );
-    }
+    if (layout === undefined) throw interleavedCounter(has!, where);
+    if (has !== undefined) throw otherLayout(has, layout, where);
+    if (value !== undefined && value !== 0n) throw singleStoreCounter(String(value), where);
   }
   if (value !== undefined && value < 0n) {
     throw new KvIdError(

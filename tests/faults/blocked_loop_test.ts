@@ -6,6 +6,7 @@
  * the fix: the waiting call and the next calls failed, `unavailable`, while a probe ran).
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

@@ -4,6 +4,7 @@
  * I/O, and the generator works again once the clock does; a clock going back leaves the step.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { Spy } from "../clients.ts";

@@ -10,6 +10,7 @@
  *   none of their IDs is served; with it back on, IDs resume above every spent range.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { openClient } from "../clients.ts";

@@ -4,6 +4,7 @@
  * timeout instead of waiting forever.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { type DailyCleanupDetail, DailyId } from "../../mod.ts";
 import { openClient } from "../clients.ts";

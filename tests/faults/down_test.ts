@@ -4,6 +4,7 @@
  * same generator recovers when the server is back.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";
@@ -79,15 +80,16 @@ for (const kind of CLIENTS) {
       // Retried meanwhile, with growing waits: a handful of attempts, not a busy loop.
       const tries = rec.calls.slice(sent);
       assert.ok(tries.every((c) => c.error !== undefined), "every attempt failed");
+      // At least one retry (a wait is at most half the timeout), at most what the backoff
+      // allows (a slower machine makes fewer): counts and lower bounds, never how fast.
       assert.ok(
-        tries.length >= 3 && tries.length <= 12,
+        tries.length >= 2 && tries.length <= 12,
         `${tries.length} attempts in ${waited} ms`,
       );
       for (let k = 1; k < tries.length; k++) {
         const gap = tries[k].start - tries[k - 1].end!;
         const full = Math.min(BACKOFF_MAX_MS, timeout / 2, BACKOFF_BASE_MS * 2 ** (k - 1));
         assert.ok(gap >= full / 2 - 2, `wait ${k} was ${gap} ms, less than half of ${full}`);
-        assert.ok(gap <= full + 2_000, `wait ${k} was ${gap} ms, for at most ${full}`);
       }
       const { failures, stalls, lastError } = id.stats();
       assert.ok(failures >= tries.length - 1, `failures ${failures}`);
@@ -141,10 +143,13 @@ Deno.test({
         assert.ok(tries.length >= 6, `only ${tries.length} attempts`);
         return tries[5].start - tries[4].end!;
       });
-      const spread = waits.reduce((a, b) => Math.max(a, b)) -
-        waits.reduce((a, b) => Math.min(a, b));
-      assert.ok(spread >= 5, `waits ${waits.map((w) => w.toFixed(1)).join(", ")}: no jitter`);
-      assert.ok(waits.every((w) => w >= 78), `waits ${waits.join(", ")}`);
+      // The wait after 5 failures: 160..320 ms with jitter. Without jitter every wait is at
+      // least 320 ms (a late timer only adds); with it, 8 waits are all that long only if each
+      // timer fired late by the rest.
+      const full = Math.min(BACKOFF_MAX_MS, 1_000, BACKOFF_BASE_MS * 2 ** 4);
+      const shown = waits.map((w) => w.toFixed(1)).join(", ");
+      assert.ok(waits.some((w) => w < full - 2), `waits ${shown}: no jitter below ${full}`);
+      assert.ok(waits.every((w) => w >= full / 2 - 2), `waits ${shown}`);
     } finally {
       await Promise.all(gens.map((g) => g.close()));
     }

@@ -5,6 +5,7 @@
  * only one that can tell, and it is reported (`rollbacks`, the `"rollback"` event).
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RollbackDetail } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";

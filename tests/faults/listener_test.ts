@@ -4,6 +4,7 @@
  * surfaced in `stats().lastError`.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { Redis } from "ioredis";

@@ -4,6 +4,7 @@
  * takes IDs too. All distinct; callers served in call order; one reservation in flight each.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { openClient, Spy } from "../clients.ts";

@@ -5,6 +5,7 @@
  * backoff; the first probe that succeeds serves calls again.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";
@@ -38,11 +39,10 @@ for (const kind of variants) {
       await rejectsWith(id.next(), "timeout");
 
       // Known down: told at once, with the last store error as cause.
+      // "unavailable", not "timeout": each was told before its deadline (at its deadline a call
+      // rejects with "timeout"); how soon is machine speed, not asserted.
       for (let i = 0; i < 20; i++) {
-        const started = performance.now();
         const err = await rejectsWith(id.next(), "unavailable", /down/);
-        const waited = performance.now() - started;
-        assert.ok(waited < timeout / 2, `call ${i} waited ${waited} ms`);
         assert.ok(err.cause instanceof KvIdError, `cause ${err.cause}`);
         assert.notEqual((err.cause as KvIdError).code, "unavailable");
       }

@@ -3,6 +3,7 @@
  * SIGKILL mid-run. Real server, real Deno subprocesses (tests/faults/producer.ts).
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { command, startServer } from "../server.ts";
 import {

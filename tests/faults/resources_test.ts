@@ -4,6 +4,7 @@
  * generator takes.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { openClient, Spy } from "../clients.ts";

@@ -3,6 +3,7 @@
  * back to nothing) under live generators, and the rollback guard.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RollbackDetail } from "../../mod.ts";
 import { type ClientKind, CLIENTS, openClient } from "../clients.ts";

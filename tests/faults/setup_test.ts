@@ -4,6 +4,7 @@
  * the message, however long the caller's timeout.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { openClient } from "../clients.ts";
@@ -43,7 +44,19 @@ Deno.test({
     await using server = await spawnRedis();
     await waitUntil(() => command(server.url, "PING").catch(() => false), "PING");
     await command(server.url, "ACL", "SETUSER", "ids", "on", ">pw", "~*", "+@all", "-hincrby");
-    await command(server.url, "ACL", "SETUSER", "noscript", "on", ">pw", "~*", "+@all", "-evalsha");
+    // A client's first reservation is an EVAL (EVALSHA after): without both, none can be made.
+    await command(
+      server.url,
+      "ACL",
+      "SETUSER",
+      "noscript",
+      "on",
+      ">pw",
+      "~*",
+      "+@all",
+      "-eval",
+      "-evalsha",
+    );
     const url = (user: string) => server.url.replace("//", `//${user}:pw@`);
     for (
       const [user, guard] of [["ids", false], ["ids", true], ["noscript", true]] as const

@@ -4,6 +4,7 @@
  * reply never gets its IDs issued.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
 import { CLIENTS, openClient } from "../clients.ts";
@@ -101,7 +102,8 @@ for (const kind of CLIENTS) {
         // (The recorder starts its clock after the generator does, so its latency is a lower
         // bound; near the timeout it cannot tell, so those are left out.)
         const late = ranges.filter((r) => r.latency > timeout + 20);
-        assert.ok(late.length >= 2, `${late.length} late replies`);
+        // At least the first reservation of the slow spell (300 ms a round trip, 200 ms timeout).
+        assert.ok(late.length >= 1, `${late.length} late replies`);
         for (const r of late) {
           for (let x = r.first; x <= r.last; x++) {
             assert.ok(!served.has(Number(x)), `${x} issued from a late reply`);

@@ -6,6 +6,7 @@
  * deadline, with the server's words in the cause; real refusals still fail fast.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { toKvIdError } from "../../src/store_errors.ts";
@@ -133,7 +134,8 @@ Deno.test({
     // A caller with a short deadline times out, with the server's words in the cause...
     const heldRec = new Recorder(open.redis, { probes: true });
     const err = await (async () => {
-      await using held = new KvId("state-busy-held", { redis: heldRec, timeout: 300 });
+      // 3 s: room for several attempts however slow the machine (the script never ends alone).
+      await using held = new KvId("state-busy-held", { redis: heldRec, timeout: 3_000 });
       return await rejectsWith(held.next(), "timeout");
     })();
     const cause = err.cause as KvIdError;

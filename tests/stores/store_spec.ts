@@ -22,6 +22,11 @@ export interface StoreSubject {
   contiguous: boolean;
   /** Write something that is not an integer where the counter `field` of `key` lives. */
   corrupt?(key: string, field: string): Promise<void>;
+  /**
+   * The store records an interleaved set's layout ({@linkcode ReserveOptions.layout}), so it
+   * can be a member of an `InterleavedStore`. Default false.
+   */
+  layout?: boolean;
   /** What `durability()` must say of the server under test (a durable one: true). */
   durable?: boolean;
   /**
@@ -260,6 +265,43 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
         assert.ok(err instanceof KvIdError, `guard ${guard}: got ${Deno.inspect(err)}`);
         assert.equal(err.code, "reply");
       }
+    },
+  });
+
+  await t.step({
+    name: subject.layout
+      ? "a member's layout: recorded with the first increment, checked by every reservation"
+      : "a member's layout (ignored: this store cannot be a member of an interleaved set)",
+    ignore: !subject.layout,
+    fn: async () => {
+      const field = fresh("layout");
+      const layout = "v1 servers=2 block=10 index=1";
+      const config = async (options: ReserveOptions, f = field, message?: RegExp) => {
+        const err = await store.reserve(key, f, 1, options).then((r) => r, (e: unknown) => e);
+        assert.ok(err instanceof KvIdError, `got ${Deno.inspect(err)}`);
+        assert.equal(err.code, "config", err.message);
+        if (message) assert.match(err.message, message);
+      };
+      const a = await store.reserve(key, field, 2, { ...PLAIN, layout });
+      assert.equal(a.layout, layout, "the layout is echoed");
+      assert.deepEqual(a.ranges, [{ first: 1n, last: 2n }], "the counter counts block cycles");
+      const b = await store.reserve(key, field, 1, { ...PLAIN, floor: 5n, raiseTo: 7n, layout });
+      assert.deepEqual([b.ranges, b.raised, b.layout], [[{ first: 8n, last: 8n }], true, layout]);
+      await config(
+        { ...PLAIN, layout: "v1 servers=3 block=10 index=1" },
+        field,
+        /holds the layout/,
+      );
+      await config(PLAIN, field, /interleaved/);
+      await config({ ...PLAIN, guard: false }, field, /interleaved/);
+      // A single-store counter holding a value: its value is an ID, refused as a member.
+      const plain = fresh("layout-plain");
+      await store.reserve(key, plain, 3, PLAIN);
+      await config({ ...PLAIN, layout }, plain, /single-store/);
+      assert.deepEqual((await store.reserve(key, plain, 1, PLAIN)).ranges, [{
+        first: 4n,
+        last: 4n,
+      }]);
     },
   });
 

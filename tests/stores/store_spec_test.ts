@@ -1,10 +1,12 @@
 /**
  * Every store runs the shared spec (tests/stores/store_spec.ts): Redis through both npm clients,
- * interleaved Redis servers, Deno KV on a file, and the in-memory reference store.
+ * interleaved Redis servers, interleaved Redis and Deno KV, Deno KV on a file, and the in-memory
+ * reference store.
  */
 
+import "../deadline.ts"; // a time limit on every test of this file
 import { RedisStore } from "../../src/redis_store.ts";
-import { InterleavedStore } from "../../src/interleaved_store.ts";
+import { InterleavedStore } from "../../src/stores/interleaved/interleaved_store.ts";
 import { DenoKvStore } from "../../src/deno_kv_store.ts";
 import { CLIENTS, openClient } from "../clients.ts";
 import { command, startServer } from "../server.ts";
@@ -22,6 +24,7 @@ for (const kind of CLIENTS) {
     await runStoreSpec(t, {
       store: new RedisStore(client.redis),
       contiguous: true,
+      layout: true,
       corrupt: async (key, field) => void await command(server.url, "HSET", key, field, "x1"),
       durable: true,
     });
@@ -34,10 +37,27 @@ Deno.test("store spec: InterleavedStore over two Redis servers", async (t) => {
   await using ca = await openClient("node-redis", a.url);
   await using cb = await openClient("node-redis", b.url);
   await runStoreSpec(t, {
-    store: new InterleavedStore([ca.redis, cb.redis], { block: 4 }),
+    store: new InterleavedStore([new RedisStore(ca.redis), new RedisStore(cb.redis)], {
+      block: 4,
+    }),
     contiguous: false,
     durable: true,
   });
+});
+
+Deno.test("store spec: InterleavedStore over a Redis server and a Deno KV file", async (t) => {
+  await using a = await startServer({ persistence: "aof" });
+  await using ca = await openClient("ioredis", a.url);
+  const dir = await Deno.makeTempDir({ prefix: "kvid-spec-mixed-" });
+  try {
+    using kv = new DenoKvStore(`${dir}/ids.sqlite3`);
+    await runStoreSpec(t, {
+      store: new InterleavedStore([new RedisStore(ca.redis), kv], { block: 4 }),
+      contiguous: false,
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("store spec: DenoKvStore on a file", async (t) => {
@@ -49,6 +69,7 @@ Deno.test("store spec: DenoKvStore on a file", async (t) => {
       await runStoreSpec(t, {
         store,
         contiguous: true,
+        layout: true,
         corrupt: async (key, field) => void await kv.set(store.kvKey(key, field), "x1"),
         durable: true,
       });

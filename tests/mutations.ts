@@ -1,0 +1,539 @@
+/**
+ * The mutations `tests/mutate.ts` applies: one deliberate bug each, as an exact text replacement
+ * (`from` must occur exactly once in `file`, else the mutation is reported stale), with the test
+ * files that should catch it, fastest first.
+ *
+ * @module
+ */
+
+/** One deliberate bug. */
+export interface Mutation {
+  /** Area and behaviour, e.g. `engine/single-flight`. */
+  id: string;
+  /** The behaviour it breaks. */
+  what: string;
+  /** Repository-relative path of the file to mutate. */
+  file: string;
+  /** Text that must occur exactly once in `file`. */
+  from: string;
+  /** What it is replaced with. */
+  to: string;
+  /** Test files that should catch it, run in this order until one fails. */
+  tests: readonly string[];
+}
+
+const EVIDENCE = "tests/evidence_test.ts";
+const ENGINE = "tests/engine_test.ts";
+const KVID = "tests/kvid_test.ts";
+const DAILY = "tests/daily_test.ts";
+const HTTP = "tests/server_http_test.ts";
+const KV = "tests/deno_kv_store_test.ts";
+const ROLLBACK = "tests/faults/rollback_test.ts";
+const LATE = "tests/faults/late_rollback_test.ts";
+const DOWN = "tests/faults/down_test.ts";
+const OUTAGE = "tests/faults/outage_test.ts";
+const STATES = "tests/faults/states_test.ts";
+const SETUP = "tests/faults/setup_test.ts";
+const INTERLEAVED = "tests/interleaved_test.ts";
+const EXACT = "tests/exact_replies_test.ts";
+const PROMISES = "tests/promises_test.ts";
+
+const kvid = "src/kvid.ts";
+
+/** Every mutation of the run. */
+export const MUTATIONS: readonly Mutation[] = [
+  // The engine (src/kvid.ts).
+  {
+    id: "engine/prefetch-prompt",
+    what: "the prefetch is sent from the next timer turn",
+    file: kvid,
+    from: "      this.#pump();\n    }, 0);",
+    to: "      this.#pump();\n    }, 50);",
+    tests: [EVIDENCE, PROMISES, ENGINE],
+  },
+  {
+    id: "errors/conflict-transient",
+    what: "a conflict is retried",
+    file: kvid,
+    from: `code === "timeout" || code === "conflict" ||`,
+    to: `code === "timeout" ||`,
+    tests: [EVIDENCE, KV],
+  },
+  {
+    id: "errors/unavailable-transient",
+    what: "an unavailable server is retried",
+    file: kvid,
+    from: `code === "conflict" ||\n    code === "unavailable";`,
+    to: `code === "conflict";`,
+    tests: [STATES],
+  },
+  {
+    id: "errors/connection-transient",
+    what: "a connection error is retried",
+    file: kvid,
+    from: `return code === "connection" || code === "timeout"`,
+    to: `return code === "timeout"`,
+    tests: [DOWN, "tests/faults/restart_test.ts"],
+  },
+  {
+    id: "engine/rollback-at-floor",
+    what: "a range starting exactly at the mark is a rollback",
+    file: kvid,
+    from: "reply.ranges[0].first <= floor;",
+    to: "reply.ranges[0].first < floor;",
+    tests: [EVIDENCE, ROLLBACK],
+  },
+  {
+    id: "failfast/refusal-from-memory",
+    what: "a refusal fails the next calls from memory until the backoff ends",
+    file: kvid,
+    from: "if (last !== undefined && !isTransient(last.code) && now < this.#retryAt) {",
+    to: "if (false) {",
+    tests: [EVIDENCE, SETUP],
+  },
+  {
+    id: "giveback/late-below-mark",
+    what: "a late range below the mark is never given back",
+    file: kvid,
+    from: "const above = late.ranges.filter((r) => r.first > this.#buf.high);",
+    to: "const above = late.ranges;",
+    tests: [EVIDENCE, LATE],
+  },
+  {
+    id: "giveback/release",
+    what: "close() gives the unused top back",
+    file: kvid,
+    from: "if (ranges.length > 0) work.push(store.giveBack(this.key, this.name, ranges));",
+    to: "void ranges;",
+    tests: [PROMISES, KVID],
+  },
+  {
+    id: "giveback/within-close-timeout",
+    what: "close() is bounded by one timeout: the give-back gets what is left of it",
+    file: kvid,
+    from: "const left = deadline - performance.now();",
+    to: "const left = this.#timeout;",
+    tests: [ENGINE],
+  },
+  {
+    id: "engine/prefetch-at-mark",
+    what: "crossing the prefetch mark starts the next reservation",
+    file: kvid,
+    from: "if (b.used >= b.prefetchFrom) this.#prefetchSoon();",
+    to: "",
+    tests: [PROMISES, ENGINE],
+  },
+  {
+    id: "engine/single-flight",
+    what: "at most one reservation in flight",
+    file: kvid,
+    from: "if (this.#inflight !== undefined || this.#closed) return;",
+    to: "if (this.#closed) return;",
+    tests: [ENGINE, KVID],
+  },
+  {
+    id: "engine/demand-sizes-reservation",
+    what: "callers waiting size a reservation up to maxStep",
+    file: kvid,
+    from: "Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep)",
+    to: "Math.min(this.#sizer.step, this.#maxStep)",
+    tests: [ENGINE, KVID],
+  },
+  {
+    id: "guard/passed-to-store",
+    what: "the guard option reaches the store",
+    file: kvid,
+    from: "guard: this.#guard,",
+    to: "guard: false,",
+    tests: [ROLLBACK, KVID],
+  },
+  {
+    id: "engine/negative-counter",
+    what: "a counter holding a negative value is refused",
+    file: kvid,
+    from: "if (lowest !== undefined && lowest < 1n) {",
+    to: "if (false) {",
+    tests: ["tests/faults/input_test.ts", ROLLBACK, KVID],
+  },
+  {
+    id: "engine/deadline-code",
+    what: "a call past its deadline rejects with timeout",
+    file: kvid,
+    from: "      w.reject(this.#timeoutError());",
+    to: "      w.reject(this.#downError());",
+    tests: [DOWN, OUTAGE, KVID],
+  },
+  {
+    id: "engine/close-rejects-waiters",
+    what: "close() rejects pending calls with closed",
+    file: kvid,
+    from: "      this.#rejectWaiters(() => this.#closedError());",
+    to: "",
+    tests: [KVID, ENGINE],
+  },
+  {
+    id: "engine/backoff",
+    what: "retries back off after a failure",
+    file: kvid,
+    from: "this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);",
+    to: "this.#retryAt = 0;",
+    tests: [DOWN, EVIDENCE],
+  },
+  {
+    id: "engine/reservation-timeout",
+    what: "a hung reservation is abandoned after timeout",
+    file: kvid,
+    from: "cancelTimer = deadlineTimer(this.#timeout, () => {",
+    to: "cancelTimer = deadlineTimer(this.#timeout * 1000, () => {",
+    tests: [OUTAGE, DOWN],
+  },
+  {
+    id: "failfast/default-on",
+    what: "failFast is on by default",
+    file: kvid,
+    from: "this.#failFast = options.failFast ?? true;",
+    to: "this.#failFast = options.failFast ?? false;",
+    tests: [OUTAGE, DOWN],
+  },
+  {
+    id: "failfast/mark-down",
+    what: "a store known down fails calls at once",
+    file: kvid,
+    from: "if (!this.#failFast || this.#closed || this.#downSince !== undefined) return;",
+    to: "return;",
+    tests: [OUTAGE, DOWN],
+  },
+  {
+    id: "failfast/while-probing",
+    what: "calls fail at once while a probe retries",
+    file: kvid,
+    from: "if (this.#downSince !== undefined && this.#probing()) {",
+    to: "if (false) {",
+    tests: [OUTAGE, DOWN],
+  },
+  // The segment buffer.
+  {
+    id: "buffer/high-water-mark",
+    what: "only ranges above the high-water mark are accepted",
+    file: "src/segment_buffer.ts",
+    from: "      if (first <= this.high) {",
+    to: "      if (first < this.high) {",
+    tests: [ROLLBACK, EVIDENCE],
+  },
+  {
+    id: "buffer/safe-only",
+    what: "number mode cuts ranges at MAX_SAFE_INTEGER",
+    file: "src/segment_buffer.ts",
+    from: "if (this.#safeOnly && last > BigInt(Number.MAX_SAFE_INTEGER)) {",
+    to: "if (false) {",
+    tests: [EXACT, KVID],
+  },
+  {
+    id: "buffer/unused-tail-contiguous",
+    what: "only the contiguous unused top is given back",
+    file: "src/segment_buffer.ts",
+    from: "if (s.first + BigInt(s.size) - 1n !== end || s.used >= s.size) break;",
+    to: "if (s.used >= s.size) break;",
+    tests: [PROMISES, KVID, ENGINE],
+  },
+  {
+    id: "buffer/prefetch-lead",
+    what: "the prefetch starts early enough for a slow link",
+    file: "src/segment_buffer.ts",
+    from: "Math.max(Math.floor(this.#prefetchAt * total), Math.ceil(leadIds))",
+    to: "Math.floor(this.#prefetchAt * total)",
+    tests: [PROMISES, "tests/faults/slow_link_test.ts", "tests/faults/slow_test.ts"],
+  },
+  // The step rule (src/step.ts).
+  {
+    id: "step/equal-keeps",
+    what: "the doubling rule keeps the step when equal",
+    file: "src/step.ts",
+    from: "if (elapsed < this.#duration)",
+    to: "if (elapsed <= this.#duration)",
+    tests: [EVIDENCE, ENGINE],
+  },
+  {
+    id: "step/max-cap",
+    what: "the step never passes maxStep",
+    file: "src/step.ts",
+    from: "this.step = Math.min(this.step * 2, this.#max);",
+    to: "this.step = this.step * 2;",
+    tests: [ENGINE, "tests/options_test.ts"],
+  },
+  {
+    id: "step/min-floor",
+    what: "the step never drops below minStep",
+    file: "src/step.ts",
+    from: "this.step = Math.max(Math.floor(this.step / 2), this.#min);",
+    to: "this.step = Math.floor(this.step / 2);",
+    tests: [EVIDENCE, ENGINE],
+  },
+  {
+    id: "step/rate-growth-cap",
+    what: "the rate rule grows at most x16 per reservation",
+    file: "src/step.ts",
+    from: "Math.min(this.#max, this.step * RATE_MAX_GROWTH)",
+    to: "this.#max",
+    tests: [ENGINE],
+  },
+  {
+    id: "step/clock-back",
+    what: "a clock going back leaves the step",
+    file: "src/step.ts",
+    from: "if (lastAt !== undefined && now >= lastAt) {",
+    to: "if (lastAt !== undefined) {",
+    tests: [EVIDENCE, "tests/faults/clock_test.ts"],
+  },
+  // The Redis store and its scripts.
+  {
+    id: "guard/script-raises",
+    what: "the script raises a counter below the floor",
+    file: "src/redis_store.ts",
+    from: "if string.match(cur, '^%-?%d+$') and below(cur, floor) then",
+    to: "if false then",
+    tests: [ROLLBACK, KVID],
+  },
+  {
+    id: "guard/raised-reported",
+    what: "a raised counter is reported",
+    file: "src/redis_store.ts",
+    from: "    raised = 1\n",
+    to: "    raised = 0\n",
+    tests: [ROLLBACK, KVID],
+  },
+  {
+    id: "guard/below-by-length",
+    what: "decimal strings compare by length first",
+    file: "src/redis_store.ts",
+    from: "if #a ~= #b then return #a < #b end",
+    to: "if #a ~= #b then return #a > #b end",
+    tests: [ROLLBACK, KVID],
+  },
+  {
+    id: "giveback/compare-and-set",
+    what: "a give-back lowers the counter only if nobody reserved since",
+    file: "src/redis_store.ts",
+    from: "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then",
+    to: "if true then",
+    tests: [KVID, "tests/faults/restart_test.ts", "tests/faults/processes_test.ts"],
+  },
+  {
+    id: "store/rounded-reply-unsafe",
+    what: "number mode refuses a rounded reply",
+    file: "src/redis_store.ts",
+    from: '      if (!options.exact) {\n        throw new KvIdError(\n          "unsafe",',
+    to: '      if (false) {\n        throw new KvIdError(\n          "unsafe",',
+    tests: [EXACT],
+  },
+  {
+    id: "store/interleaved-layout-refused",
+    what: "a plain HINCRBY refuses a counter interleaved servers own",
+    file: "src/redis_store.ts",
+    from: "if (Number(String(reply)) === 1) {",
+    to: "if (false) {",
+    tests: [INTERLEAVED],
+  },
+  {
+    id: "replicas/count",
+    what: "a reservation short of its replicas is spent",
+    file: "src/redis_store.ts",
+    from: "if (seen.value < BigInt(replicas)) {",
+    to: "if (false) {",
+    tests: ["tests/replicas_test.ts"],
+  },
+  {
+    id: "engine/blocked-loop-not-outage",
+    what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
+    file: "src/deadline_timer.ts",
+    from: "if (!entry.extended && late > LOOP_LAG_MS) {",
+    to: "if (false) {",
+    tests: ["tests/faults/blocked_loop_test.ts"],
+  },
+  {
+    id: "store/wait-aof",
+    what: "a reservation is handed out only once the server's AOF has it (waitAof)",
+    file: "src/redis_store.ts",
+    from: "if (options.waitAof === true) await waitForAof(client, key, field, ms);",
+    to: "",
+    tests: ["tests/faults/crash_aof_test.ts"],
+  },
+  // Error classes (src/store_errors.ts).
+  {
+    id: "errors/loading-transient",
+    what: "LOADING is a transient state",
+    file: "src/store_errors.ts",
+    from: "(LOADING|READONLY|",
+    to: "(READONLY|",
+    tests: [STATES],
+  },
+  {
+    id: "errors/noreplicas-transient",
+    what: "NOREPLICAS, OOM and MISCONF are transient states",
+    file: "src/store_errors.ts",
+    from: "CLUSTERDOWN|NOREPLICAS|OOM|MISCONF)",
+    to: "CLUSTERDOWN)",
+    tests: [STATES],
+  },
+  {
+    id: "errors/overflow",
+    what: "an overflow is said as overflow",
+    file: "src/store_errors.ts",
+    from: "if (/overflow/i.test(message)) {",
+    to: "if (false) {",
+    tests: [KVID, "tests/faults/input_test.ts"],
+  },
+  {
+    id: "errors/client-failure-is-connection",
+    what: "a client failure is a connection error",
+    file: "src/store_errors.ts",
+    from: "if (!isReplyError(err)) {",
+    to: "if (false) {",
+    tests: [DOWN, STATES],
+  },
+  {
+    id: "errors/auth-is-config",
+    what: "a failed authentication is config",
+    file: "src/store_errors.ts",
+    from: "if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {",
+    to: "if (false) {",
+    tests: [KVID, SETUP],
+  },
+  // Deno KV.
+  {
+    id: "kv/guard",
+    what: "Deno KV raises a counter below the floor",
+    file: "src/deno_kv_store.ts",
+    from: "if (options.guard && current < options.floor) {",
+    to: "if (false) {",
+    tests: [KV],
+  },
+  {
+    id: "kv/check-and-set",
+    what: "Deno KV commits only if nobody wrote since the read",
+    file: "src/deno_kv_store.ts",
+    from: "const op = kv.atomic().check(entry, layoutEntry).set(kvKey, new Deno.KvU64(last));",
+    to: "const op = kv.atomic().check(layoutEntry).set(kvKey, new Deno.KvU64(last));",
+    tests: [KV],
+  },
+  {
+    id: "kv/max-attempts",
+    what: "a contended reservation gives up after maxAttempts",
+    file: "src/deno_kv_store.ts",
+    from: "if (attempt >= this.#maxAttempts) {",
+    to: "if (false) {",
+    tests: [KV],
+  },
+  // DailyId.
+  {
+    id: "daily/batch-recheck",
+    what: "nextBatch re-reads the day after waiting",
+    file: "src/daily.ts",
+    from:
+      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (count > 0",
+    to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (count > 0",
+    tests: [EVIDENCE, DAILY],
+  },
+  {
+    id: "daily/next-recheck",
+    what: "next() re-reads the day after waiting",
+    file: "src/daily.ts",
+    from:
+      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
+    to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
+    tests: [DAILY],
+  },
+  {
+    id: "daily/day-end",
+    what: "the day ends at the next midnight (off by a day: the call spins)",
+    file: "src/daily.ts",
+    from: "    this.#end = this.#zone.endOf(day, now);",
+    to: "    this.#end = this.#zone.endOf(day, now) - 86_400_000;",
+    tests: [DAILY],
+  },
+  {
+    id: "daily/never-back",
+    what: "a clock going back never dates IDs on an earlier day",
+    file: "src/daily.ts",
+    from: "if (current !== undefined && day.ymd <= current.ymd) {",
+    to: "if (false) {",
+    tests: [DAILY, "tests/faults/clock_test.ts"],
+  },
+  {
+    id: "daily/overflow",
+    what: "seq past 10^digits - 1 is an overflow error",
+    file: "src/daily.ts",
+    from: "      if (seq > this.#maxSeq) {",
+    to: "      if (false) {",
+    tests: [DAILY],
+  },
+  {
+    id: "daily/cleanup-earlier-clock",
+    what: "cleanup dates by the earlier of the caller's and the server's clock",
+    file: "src/daily_cleanup.ts",
+    from: "keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays)",
+    to: "keepFrom(today, keepDays)",
+    tests: [DAILY],
+  },
+  {
+    id: "daily/cleanup-keep-days",
+    what: "cleanup keeps keepDays days before today",
+    file: "src/daily_cleanup.ts",
+    from: "return addDays(today, -keepDays);",
+    to: "return addDays(today, -keepDays + 1);",
+    tests: [DAILY],
+  },
+  // The service: auth and scope.
+  {
+    id: "service/scope",
+    what: "a token asks IDs of its names only",
+    file: "src/server/auth.ts",
+    from: `return scope === "*" || scope.has(name);`,
+    to: "return true;",
+    tests: [HTTP],
+  },
+  {
+    id: "service/token-length",
+    what: "a token must match in length too",
+    file: "src/server/auth.ts",
+    from: "let diff = token.length ^ t.length;",
+    to: "let diff = 0;",
+    tests: [EVIDENCE, HTTP],
+  },
+  {
+    id: "service/token-constant-time",
+    what: "the token compare walks every token over its whole length",
+    file: "src/server/auth.ts",
+    from:
+      "      let diff = token.length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t.charCodeAt(i) ^ (token.charCodeAt(i) | 0);",
+    to: "      const diff = token === t ? 0 : 1;",
+    tests: [EVIDENCE, HTTP],
+  },
+  {
+    id: "service/session-expiry",
+    what: "sessions expire after 12 h",
+    file: "src/server/auth.ts",
+    from: "if (!(Date.now() < session.expires)) {",
+    to: "if (false) {",
+    tests: [EVIDENCE, "tests/server_page_test.ts"],
+  },
+  {
+    id: "service/forbidden",
+    what: "a name outside the token's scope is 403",
+    file: "src/server.ts",
+    from:
+      '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
+    to:
+      '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (false) {',
+    tests: [HTTP],
+  },
+  {
+    id: "service/unauthorized",
+    what: "a request without a valid token is 401",
+    file: "src/server.ts",
+    from:
+      "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
+    to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',
+    tests: [HTTP],
+  },
+];
