@@ -183,6 +183,15 @@ const BACKOFF_MAX_MS = 2_000;
 const STEP_SAVE_MS = 10_000;
 const MAX_ID = (1n << 63n) - 1n;
 
+/**
+ * Internal (the ID service's, not part of the package's surface): `gen[NUMBERS_WHILE_SAFE]()`
+ * makes a `bigint` generator's `nextBatch()` put numbers for the IDs up to
+ * `Number.MAX_SAFE_INTEGER` and bigints above, exact either way. The service formats IDs as
+ * text: a bigint costs ~0.1 µs more per ID to make and to print (nextBatch(100) and its body
+ * 8.4 µs against 4.35 µs in number mode).
+ */
+export const NUMBERS_WHILE_SAFE: unique symbol = Symbol("kvid.numbersWhileSafe");
+
 interface Waiter<T> {
   need: number;
   got: number;
@@ -203,6 +212,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   readonly key: string;
   readonly #options: KvIdOptions;
   readonly #bigint: boolean;
+  // bigint mode, set by NUMBERS_WHILE_SAFE: nextBatch() fills numbers while they are exact.
+  #numbersWhileSafe = false;
   // Set here, to a buffer, and again in the constructor: a field first set to undefined would
   // make V8 check what it holds on every next().
   readonly #buf: SegmentBuffer = new SegmentBuffer({ prefetchAt: 0, safeOnly: true });
@@ -473,6 +484,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     return this.#buf.high;
   }
 
+  /** See NUMBERS_WHILE_SAFE. */
+  [NUMBERS_WHILE_SAFE](): void {
+    this.#numbersWhileSafe = this.#bigint;
+  }
+
   #durabilityReport(): DurabilityReport {
     const d = this.#durability;
     return {
@@ -585,7 +601,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       const n = Math.min(count - from, b.size - b.used);
       const start = b.used;
       b.used += n;
-      if (this.#bigint) {
+      // firstNumber is exact while first is safe, and a sum past the safe range rounds to
+      // 2^53 or more, so this test is exact too.
+      if (
+        this.#bigint &&
+        !(this.#numbersWhileSafe && b.firstNumber + (start + n - 1) <= Number.MAX_SAFE_INTEGER)
+      ) {
         for (let i = 0; i < n; i++) {
           ids[from + i] = BigInt.asIntN(64, b.first + BigInt(start + i)) as T;
         }
