@@ -5,6 +5,7 @@
  * @module
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { idLines } from "../src/server/id_lines.ts";
 

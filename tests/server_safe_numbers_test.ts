@@ -6,6 +6,7 @@
  * @module
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
