@@ -15,14 +15,14 @@
  * next segment [2001 ........ 4000]  ◄── HINCRBY kvid order 2000  (one round trip)
  * ```
  *
- * - **Segment** (`src/segment.ts`): a reserved range, handed out in order from memory.
- * - **SegmentBuffer** (`src/segment_buffer.ts`): the current segment and the one reserved ahead; when
+ * - **Segment** (`src/engine/segment.ts`): a reserved range, handed out in order from memory.
+ * - **SegmentBuffer** (`src/engine/segment_buffer.ts`): the current segment and the one reserved ahead; when
  *   the current one runs out it switches without a round trip. It also keeps the generator's
  *   high-water mark and accepts only ranges above it, so one generator's IDs strictly increase.
- * - **Store** (`src/store_contract.ts`, implemented by `src/redis_store.ts`, `src/deno_kv_store.ts`,
+ * - **Store** (`src/contract/store.ts`, implemented by `src/stores/redis/redis_store.ts`, `src/stores/deno_kv/deno_kv_store.ts`,
  *   `src/stores/postgres/`, `src/stores/mysql/` and `src/stores/interleaved/`, over any of them):
  *   the only I/O. One reservation is one atomic command (on a SQL table, one `UPDATE`).
- * - **KvId** (`src/kvid.ts`): single flight (at most one reservation in flight per generator, however
+ * - **KvId** (`src/engine/kvid.ts`): single flight (at most one reservation in flight per generator, however
  *   many callers wait), callers that find no ID wait in call order, a per-call deadline (`timeout`),
  *   retries with exponential backoff and jitter, and the step rule.
  *
@@ -493,6 +493,10 @@
  * @module
  */
 
+// Installs the resolver of the `redis` option and configure()'s default: the engine itself names
+// no store (src/contract/store_source.ts).
+import "./src/stores/redis/redis_option.ts";
+
 export {
   type BunRedisLike,
   fromBunRedis,
@@ -500,10 +504,10 @@ export {
   fromNodeRedis,
   type IoredisLike,
   type NodeRedisLike,
-} from "./src/adapters.ts";
-export { configure, type KvIdDefaults } from "./src/configure.ts";
-export { shutdown } from "./src/shutdown.ts";
-export { DailyId, type DailyIdConstructor } from "./src/daily.ts";
+} from "./src/stores/redis/adapters.ts";
+export { configure, type KvIdDefaults } from "./src/stores/redis/configure.ts";
+export { shutdown } from "./src/contract/shutdown.ts";
+export { DailyId, type DailyIdConstructor } from "./src/daily/daily.ts";
 export type {
   DailyCleanupDetail,
   DailyIdFormat,
@@ -511,9 +515,14 @@ export type {
   DailyIdStats,
   DailyRollbackDetail,
   DailySerial,
-} from "./src/daily_options.ts";
-export { KvIdError, type KvIdErrorCode, type KvIdErrorOptions } from "./src/errors.ts";
-export { KvId, type KvIdConstructor } from "./src/kvid.ts";
+} from "./src/daily/daily_options.ts";
+export {
+  KvIdError,
+  type KvIdErrorCode,
+  type KvIdErrorOptions,
+  type KvIdErrorReason,
+} from "./src/contract/errors.ts";
+export { KvId, type KvIdConstructor } from "./src/engine/kvid.ts";
 export type {
   DurabilityReport,
   ExpiryDetail,
@@ -521,11 +530,11 @@ export type {
   KvIdOptions,
   KvIdStats,
   RollbackDetail,
-} from "./src/kvid_options.ts";
-export type { DurabilityMode } from "./src/durability.ts";
-export type { StepRule } from "./src/step.ts";
+} from "./src/engine/kvid_options.ts";
+export type { DurabilityMode } from "./src/contract/durability.ts";
+export type { StepRule } from "./src/engine/step.ts";
 export type { Codec } from "./src/codec/codec.ts";
-export type { RedisClient, RedisSource } from "./src/redis_store.ts";
+export type { RedisClient, RedisSource } from "./src/contract/redis_client.ts";
 // Store authors: Store, Reservation, ReserveOptions, IdRange, InterleavedStore are in
 // "@kvid/core/store"; the Deno KV backend is "@kvid/core/deno-kv"; public forms of IDs (fixed
 // width, radix 36/62, keyed FF1 encryption) are "@kvid/core/codec".

@@ -86,7 +86,7 @@ const targets: [string, string[]][] = [
       "127.0.0.1",
       "--port",
       "0",
-      new URL("../src/server.ts", import.meta.url).pathname,
+      new URL("../src/service/mod.ts", import.meta.url).pathname,
     ]),
   ],
   [
@@ -95,7 +95,7 @@ const targets: [string, string[]][] = [
       "run",
       "-A",
       "--unstable-kv",
-      new URL("../src/serve.ts", import.meta.url).pathname,
+      new URL("../src/service/serve.ts", import.meta.url).pathname,
       "--host",
       "127.0.0.1",
       "--port",

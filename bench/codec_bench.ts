@@ -19,7 +19,7 @@
 
 import Sqids from "sqids";
 import { KvId } from "../mod.ts";
-import type { Store } from "../src/store_contract.ts";
+import type { Store } from "../src/contract/store.ts";
 import { interleave, median } from "./_interleaved.ts";
 import {
   base36,

@@ -18,7 +18,7 @@
  */
 
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { startServer } from "../tests/server.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);

@@ -6,7 +6,7 @@
  */
 
 import { KvId } from "../mod.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 
 const dir = await Deno.makeTempDir({ prefix: "kvid-kv-bench-" });
 const onFile = new DenoKvStore(`${dir}/bench.sqlite3`);

@@ -13,8 +13,8 @@
  */
 
 import { fromNodeRedis, KvId, type RedisClient } from "../mod.ts";
-import { RedisStore } from "../src/redis_store.ts";
-import type { Store } from "../src/store.ts";
+import { RedisStore } from "../src/stores/redis/redis_store.ts";
+import type { Store } from "../src/stores/mod.ts";
 import { createClient } from "redis";
 import { benchServer, quantile, RUN_ID } from "./_server.ts";
 

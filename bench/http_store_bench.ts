@@ -18,8 +18,8 @@
 import { createClient } from "redis";
 import { fromNodeRedis, KvId, type NodeRedisLike } from "../mod.ts";
 import { HttpStore } from "../src/client/mod.ts";
-import { createHandler } from "../src/server.ts";
-import { listen } from "../src/serve.ts";
+import { createHandler } from "../src/service/mod.ts";
+import { listen } from "../src/service/serve.ts";
 import { benchServer } from "./_server.ts";
 
 const TOKEN = "bench-token-0123456789abcdef";

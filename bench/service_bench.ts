@@ -1,5 +1,5 @@
 /**
- * The ID service over HTTP (src/server.ts): requests/s and p50/p99 latency at 50 connections
+ * The ID service over HTTP (src/service/mod.ts): requests/s and p50/p99 latency at 50 connections
  * with `npm:autocannon`, in one run against
  *
  * - a bare `Deno.serve` hello-world (the ceiling of an HTTP service on this machine),
@@ -19,8 +19,8 @@
  */
 
 import autocannon from "autocannon";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { createHandler } from "../src/server.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { createHandler } from "../src/service/mod.ts";
 import { startServeProcess, startServiceProcess } from "../tests/service.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 

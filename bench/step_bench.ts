@@ -1,6 +1,6 @@
 /**
  * Suite 5, step adaptation, simulated (no server): from a cold start at a steady consumption
- * rate, how many reservations until the step settles, with both rules of `src/step.ts` (the
+ * rate, how many reservations until the step settles, with both rules of `src/engine/step.ts` (the
  * `stepRule` option) and an unbounded rate rule prototyped here for comparison.
  *
  * The simulator follows KvId's reservation logic: single flight, a reservation starts when a
@@ -22,7 +22,7 @@
  * @module
  */
 
-import { type StepRule, StepSizer } from "../src/step.ts";
+import { type StepRule, StepSizer } from "../src/engine/step.ts";
 import { metric } from "./_server.ts";
 
 /** What the simulator asks of a step rule. */
@@ -46,7 +46,7 @@ export interface Bounds {
   segmentDuration: number;
 }
 
-/** A rule of `src/step.ts` (what KvId runs), as is: it takes the running total of IDs taken. */
+/** A rule of `src/engine/step.ts` (what KvId runs), as is: it takes the running total of IDs taken. */
 export function engine(b: Bounds, rule: StepRule): Sizer {
   const s = new StepSizer(b.minStep, b.maxStep, b.segmentDuration, rule);
   let taken = 0;

@@ -5,12 +5,12 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { addDays, ZonedDays } from "../src/calendar.ts";
+import { addDays, ZonedDays } from "../src/daily/calendar.ts";
 import { COMMANDS, VERSION } from "../src/cli/args.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
 
 interface Run {
@@ -127,7 +127,7 @@ Deno.test("cli: help and bad arguments, without a server", async () => {
   // The commands --help lists are the table of the CLI's module doc, usage for usage.
   const doc = await Deno.readTextFile(CLI);
   const table = [...doc.matchAll(/^ \* \| `([a-z][^`]*)` +\|/gm)].map((m) => m[1]);
-  assert.deepEqual(table, COMMANDS.map(([usage]) => usage), "src/cli.ts module doc table");
+  assert.deepEqual(table, COMMANDS.map(([usage]) => usage), "src/cli/mod.ts module doc table");
   for (const [usage, what] of COMMANDS) {
     assert.ok(help.stdout.includes(`  ${usage}\n      ${what}\n`), `--help lists ${usage}`);
   }
@@ -321,7 +321,7 @@ Deno.test("cli: installs as a kvid command from a checkout, as its module doc sa
   try {
     const deno = Deno.execPath();
     const install = await new Deno.Command(deno, {
-      // The recipe of src/cli.ts: deno install -g -A -n kvid --config deno.json src/cli.ts
+      // The recipe of src/cli/mod.ts: deno install -g -A -n kvid --config deno.json src/cli/mod.ts
       args: ["install", "-g", "-A", "-n", "kvid", "--root", root, "--config", "deno.json", CLI],
       cwd: ROOT,
       stdout: "piped",

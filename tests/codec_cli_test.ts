@@ -7,7 +7,7 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { decimal, encrypted, parseKeys } from "../src/codec/mod.ts";
 
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
 const KEY = "000102030405060708090a0b0c0d0e0f";
 

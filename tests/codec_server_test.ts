@@ -5,8 +5,8 @@
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { createHandler, optionsFromEnv } from "../src/server.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { createHandler, optionsFromEnv } from "../src/service/mod.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { decimal, encrypted, parseKeys } from "../src/codec/mod.ts";
 
 const KEY = "000102030405060708090a0b0c0d0e0f";

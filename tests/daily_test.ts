@@ -5,8 +5,8 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { configure, type DailyCleanupDetail, DailyId } from "../mod.ts";
-import { addDays, ZonedDays } from "../src/calendar.ts";
-import { MAX_DIGITS } from "../src/daily.ts";
+import { addDays, ZonedDays } from "../src/daily/calendar.ts";
+import { MAX_DIGITS } from "../src/daily/daily.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";

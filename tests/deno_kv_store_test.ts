@@ -5,8 +5,8 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../mod.ts";
-import type { ReserveOptions } from "../src/store.ts";
-import { DenoKvStore, type DenoKvStoreStats } from "../src/deno_kv_store.ts";
+import type { ReserveOptions } from "../src/stores/mod.ts";
+import { DenoKvStore, type DenoKvStoreStats } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
 import { lines } from "./lines.ts";
 
@@ -445,7 +445,7 @@ Deno.test("setup mistakes fail at once as config: a directory that does not exis
 });
 
 Deno.test("setup mistakes fail at once as config: a run without --unstable-kv", async () => {
-  const store = new URL("../src/deno_kv_store.ts", import.meta.url).href;
+  const store = new URL("../src/stores/deno_kv/deno_kv_store.ts", import.meta.url).href;
   const kvid = new URL("../mod.ts", import.meta.url).href;
   const script = `
     import { KvId } from ${JSON.stringify(kvid)};

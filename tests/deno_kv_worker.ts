@@ -10,7 +10,7 @@
  */
 
 import { KvId } from "../mod.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 
 const [file, name, countArg, maxStepArg] = Deno.args;
 const count = Number(countArg);

@@ -9,15 +9,15 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, type ExpiryDetail, KvId, KvIdError, type RedisClient } from "../mod.ts";
-import { RedisStore } from "../src/redis_store.ts";
+import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { type ClientKind, CLIENTS, openClient } from "./clients.ts";
 import { command, startNoScriptingServer, startServer, type TestServer } from "./server.ts";
 import { rejectsWith } from "./assert.ts";
 import { serveService } from "./service.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { main as cliMain } from "../src/cli.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { main as cliMain } from "../src/cli/mod.ts";
 
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 
 /** Run the CLI in a process of its own: its exit code and output. */
 async function kvid(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -7,9 +7,9 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type KvIdOptions } from "../mod.ts";
-import type { Reservation, ReserveOptions, Store } from "../src/store.ts";
-import { SegmentBuffer } from "../src/segment_buffer.ts";
-import { StepSizer } from "../src/step.ts";
+import type { Reservation, ReserveOptions, Store } from "../src/stores/mod.ts";
+import { SegmentBuffer } from "../src/engine/segment_buffer.ts";
+import { StepSizer } from "../src/engine/step.ts";
 
 /** A store whose every reservation is answered by the test. */
 class ScriptedStore implements Store {

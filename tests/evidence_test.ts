@@ -7,11 +7,11 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, KvId, KvIdError } from "../mod.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { RedisStore } from "../src/redis_store.ts";
-import { type Scope, Sessions, TokenAuth } from "../src/server/auth.ts";
-import { StepSizer } from "../src/step.ts";
-import type { Reservation, ReserveOptions, Store } from "../src/store_contract.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { RedisStore } from "../src/stores/redis/redis_store.ts";
+import { type Scope, Sessions, TokenAuth } from "../src/service/auth.ts";
+import { StepSizer } from "../src/engine/step.ts";
+import type { Reservation, ReserveOptions, Store } from "../src/contract/store.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 import { rejectsWith } from "./assert.ts";

@@ -8,8 +8,8 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, KvId, type RedisClient } from "../mod.ts";
-import { RedisStore } from "../src/redis_store.ts";
-import { poolField, stepField } from "../src/store.ts";
+import { RedisStore } from "../src/stores/redis/redis_store.ts";
+import { poolField, stepField } from "../src/stores/mod.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 

@@ -8,8 +8,8 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { InterleavedStore, RedisStore, type Store } from "../src/store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { InterleavedStore, RedisStore, type Store } from "../src/stores/mod.ts";
 import { CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";

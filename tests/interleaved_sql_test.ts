@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import mysql from "mysql2/promise";
 import { KvId } from "../mod.ts";
-import { InterleavedStore, RedisStore, type Store } from "../src/store.ts";
+import { InterleavedStore, RedisStore, type Store } from "../src/stores/mod.ts";
 import { PostgresStore } from "../src/stores/postgres/mod.ts";
 import { MySqlStore } from "../src/stores/mysql/mod.ts";
 import { type OpenClient, openClient } from "./clients.ts";

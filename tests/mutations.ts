@@ -38,11 +38,11 @@ const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
 
-const kvid = "src/kvid.ts";
+const kvid = "src/engine/kvid.ts";
 
 /** Every mutation of the run. */
 export const MUTATIONS: readonly Mutation[] = [
-  // The engine (src/kvid.ts).
+  // The engine (src/engine/kvid.ts).
   {
     id: "engine/prefetch-prompt",
     what: "the prefetch is sent from the next timer turn",
@@ -215,7 +215,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "buffer/high-water-mark",
     what: "only ranges above the high-water mark are accepted",
-    file: "src/segment_buffer.ts",
+    file: "src/engine/segment_buffer.ts",
     from: "      if (first <= this.high) {",
     to: "      if (first < this.high) {",
     tests: [ROLLBACK, EVIDENCE],
@@ -223,7 +223,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "buffer/safe-only",
     what: "number mode cuts ranges at MAX_SAFE_INTEGER",
-    file: "src/segment_buffer.ts",
+    file: "src/engine/segment_buffer.ts",
     from: "if (this.#safeOnly && last > BigInt(Number.MAX_SAFE_INTEGER)) {",
     to: "if (false) {",
     tests: [EXACT, KVID],
@@ -231,7 +231,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "buffer/unused-tail-contiguous",
     what: "only the contiguous unused top is given back",
-    file: "src/segment_buffer.ts",
+    file: "src/engine/segment_buffer.ts",
     from: "if (s.first + BigInt(s.size) - 1n !== end || s.used >= s.size) break;",
     to: "if (s.used >= s.size) break;",
     tests: [PROMISES, KVID, ENGINE],
@@ -239,16 +239,16 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "buffer/prefetch-lead",
     what: "the prefetch starts early enough for a slow link",
-    file: "src/segment_buffer.ts",
+    file: "src/engine/segment_buffer.ts",
     from: "Math.max(Math.floor(this.#prefetchAt * total), Math.ceil(leadIds))",
     to: "Math.floor(this.#prefetchAt * total)",
     tests: [PROMISES, "tests/faults/slow_link_test.ts", "tests/faults/slow_test.ts"],
   },
-  // The step rule (src/step.ts).
+  // The step rule (src/engine/step.ts).
   {
     id: "step/equal-keeps",
     what: "the doubling rule keeps the step when equal",
-    file: "src/step.ts",
+    file: "src/engine/step.ts",
     from: "if (elapsed < this.#duration)",
     to: "if (elapsed <= this.#duration)",
     tests: [EVIDENCE, ENGINE],
@@ -256,7 +256,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "step/max-cap",
     what: "the step never passes maxStep",
-    file: "src/step.ts",
+    file: "src/engine/step.ts",
     from: "this.step = Math.min(this.step * 2, this.#max);",
     to: "this.step = this.step * 2;",
     tests: [ENGINE, "tests/options_test.ts"],
@@ -264,7 +264,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "step/min-floor",
     what: "the step never drops below minStep",
-    file: "src/step.ts",
+    file: "src/engine/step.ts",
     from: "this.step = Math.max(Math.floor(this.step / 2), this.#min);",
     to: "this.step = Math.floor(this.step / 2);",
     tests: [EVIDENCE, ENGINE],
@@ -272,7 +272,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "step/rate-growth-cap",
     what: "the rate rule grows at most x16 per reservation",
-    file: "src/step.ts",
+    file: "src/engine/step.ts",
     from: "Math.min(this.#max, this.step * RATE_MAX_GROWTH)",
     to: "this.#max",
     tests: [ENGINE],
@@ -280,7 +280,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "step/clock-back",
     what: "a clock going back leaves the step",
-    file: "src/step.ts",
+    file: "src/engine/step.ts",
     from: "if (lastAt !== undefined && now >= lastAt) {",
     to: "if (lastAt !== undefined) {",
     tests: [EVIDENCE, "tests/faults/clock_test.ts"],
@@ -289,7 +289,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/script-raises",
     what: "the script raises a counter below the floor",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if string.match(cur, '^%-?%d+$') and below(cur, floor) then",
     to: "if false then",
     tests: [ROLLBACK, KVID],
@@ -297,7 +297,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/raised-reported",
     what: "a raised counter is reported",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "    raised = 1\n",
     to: "    raised = 0\n",
     tests: [ROLLBACK, KVID],
@@ -305,7 +305,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/below-by-length",
     what: "decimal strings compare by length first",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if #a ~= #b then return #a < #b end",
     to: "if #a ~= #b then return #a > #b end",
     tests: [ROLLBACK, KVID],
@@ -313,7 +313,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "giveback/compare-and-set",
     what: "a give-back lowers the counter only if nobody reserved since",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then",
     to: "if true then",
     tests: [KVID, "tests/faults/restart_test.ts", "tests/faults/processes_test.ts"],
@@ -321,7 +321,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "store/rounded-reply-unsafe",
     what: "number mode refuses a rounded reply",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: '      if (!options.exact) {\n        throw new KvIdError(\n          "unsafe",',
     to: '      if (false) {\n        throw new KvIdError(\n          "unsafe",',
     tests: [EXACT],
@@ -329,7 +329,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "store/interleaved-layout-refused",
     what: "a plain HINCRBY refuses a counter interleaved servers own",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if (Number(String(reply)) === 1) {",
     to: "if (false) {",
     tests: [INTERLEAVED],
@@ -337,7 +337,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "replicas/count",
     what: "a reservation short of its replicas is spent",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if (seen.value < BigInt(replicas)) {",
     to: "if (false) {",
     tests: ["tests/replicas_test.ts"],
@@ -345,7 +345,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/blocked-loop-not-outage",
     what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
-    file: "src/deadline_timer.ts",
+    file: "src/contract/deadline_timer.ts",
     from: "if (!entry.extended && late > LOOP_LAG_MS) {",
     to: "if (false) {",
     tests: ["tests/faults/blocked_loop_test.ts"],
@@ -353,16 +353,16 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "store/wait-aof",
     what: "a reservation is handed out only once the server's AOF has it (waitAof)",
-    file: "src/redis_store.ts",
+    file: "src/stores/redis/redis_store.ts",
     from: "if (options.waitAof === true) await waitForAof(client, key, field, ms);",
     to: "",
     tests: ["tests/faults/crash_aof_test.ts"],
   },
-  // Error classes (src/store_errors.ts).
+  // Error classes (src/contract/store_errors.ts).
   {
     id: "errors/loading-transient",
     what: "LOADING is a transient state",
-    file: "src/store_errors.ts",
+    file: "src/contract/store_errors.ts",
     from: "(LOADING|READONLY|",
     to: "(READONLY|",
     tests: [STATES],
@@ -370,7 +370,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/noreplicas-transient",
     what: "NOREPLICAS, OOM and MISCONF are transient states",
-    file: "src/store_errors.ts",
+    file: "src/contract/store_errors.ts",
     from: "CLUSTERDOWN|NOREPLICAS|OOM|MISCONF)",
     to: "CLUSTERDOWN)",
     tests: [STATES],
@@ -378,7 +378,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/overflow",
     what: "an overflow is said as overflow",
-    file: "src/store_errors.ts",
+    file: "src/contract/store_errors.ts",
     from: "if (/overflow/i.test(message)) {",
     to: "if (false) {",
     tests: [KVID, "tests/faults/input_test.ts"],
@@ -386,7 +386,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/client-failure-is-connection",
     what: "a client failure is a connection error",
-    file: "src/store_errors.ts",
+    file: "src/contract/store_errors.ts",
     from: "if (!isReplyError(err)) {",
     to: "if (false) {",
     tests: [DOWN, STATES],
@@ -394,7 +394,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/auth-is-config",
     what: "a failed authentication is config",
-    file: "src/store_errors.ts",
+    file: "src/contract/store_errors.ts",
     from: "if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {",
     to: "if (false) {",
     tests: [KVID, SETUP],
@@ -403,7 +403,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "kv/guard",
     what: "Deno KV raises a counter below the floor",
-    file: "src/deno_kv_store.ts",
+    file: "src/stores/deno_kv/deno_kv_store.ts",
     from: "if (options.guard && current < options.floor) {",
     to: "if (false) {",
     tests: [KV],
@@ -411,7 +411,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "kv/check-and-set",
     what: "Deno KV commits only if nobody wrote since the read",
-    file: "src/deno_kv_store.ts",
+    file: "src/stores/deno_kv/deno_kv_store.ts",
     from: "const op = kv.atomic().check(entry, layoutEntry).set(kvKey, new Deno.KvU64(last));",
     to: "const op = kv.atomic().check(layoutEntry).set(kvKey, new Deno.KvU64(last));",
     tests: [KV],
@@ -419,7 +419,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "kv/max-attempts",
     what: "a contended reservation gives up after maxAttempts",
-    file: "src/deno_kv_store.ts",
+    file: "src/stores/deno_kv/deno_kv_store.ts",
     from: "if (attempt >= this.#maxAttempts) {",
     to: "if (false) {",
     tests: [KV],
@@ -428,7 +428,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/batch-recheck",
     what: "nextBatch re-reads the day after waiting",
-    file: "src/daily.ts",
+    file: "src/daily/daily.ts",
     from:
       "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (count > 0",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (count > 0",
@@ -437,7 +437,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/next-recheck",
     what: "next() re-reads the day after waiting",
-    file: "src/daily.ts",
+    file: "src/daily/daily.ts",
     from:
       "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
@@ -446,7 +446,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/day-end",
     what: "the day ends at the next midnight (off by a day: the call spins)",
-    file: "src/daily.ts",
+    file: "src/daily/daily.ts",
     from: "    this.#end = this.#zone.endOf(day, now);",
     to: "    this.#end = this.#zone.endOf(day, now) - 86_400_000;",
     tests: [DAILY],
@@ -454,7 +454,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/never-back",
     what: "a clock going back never dates IDs on an earlier day",
-    file: "src/daily.ts",
+    file: "src/daily/daily.ts",
     from: "if (current !== undefined && day.ymd <= current.ymd) {",
     to: "if (false) {",
     tests: [DAILY, "tests/faults/clock_test.ts"],
@@ -462,7 +462,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/overflow",
     what: "seq past 10^digits - 1 is an overflow error",
-    file: "src/daily.ts",
+    file: "src/daily/daily.ts",
     from: "      if (seq > this.#maxSeq) {",
     to: "      if (false) {",
     tests: [DAILY],
@@ -470,7 +470,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-earlier-clock",
     what: "cleanup dates by the earlier of the caller's and the server's clock",
-    file: "src/daily_cleanup.ts",
+    file: "src/stores/redis/daily_cleanup.ts",
     from: "keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays)",
     to: "keepFrom(today, keepDays)",
     tests: [DAILY],
@@ -478,7 +478,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-keep-days",
     what: "cleanup keeps keepDays days before today",
-    file: "src/daily_cleanup.ts",
+    file: "src/stores/redis/daily_cleanup.ts",
     from: "return addDays(today, -keepDays);",
     to: "return addDays(today, -keepDays + 1);",
     tests: [DAILY],
@@ -487,7 +487,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/scope",
     what: "a token asks IDs of its names only",
-    file: "src/server/auth.ts",
+    file: "src/service/auth.ts",
     from: `return scope === "*" || scope.has(name);`,
     to: "return true;",
     tests: [HTTP],
@@ -495,7 +495,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/token-length",
     what: "a token must match in length too",
-    file: "src/server/auth.ts",
+    file: "src/service/auth.ts",
     from: "let diff = token.length ^ t.length;",
     to: "let diff = 0;",
     tests: [EVIDENCE, HTTP],
@@ -503,7 +503,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/token-constant-time",
     what: "the token compare walks every token over its whole length",
-    file: "src/server/auth.ts",
+    file: "src/service/auth.ts",
     from:
       "      let diff = token.length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t.charCodeAt(i) ^ (token.charCodeAt(i) | 0);",
     to: "      const diff = token === t ? 0 : 1;",
@@ -512,7 +512,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/session-expiry",
     what: "sessions expire after 12 h",
-    file: "src/server/auth.ts",
+    file: "src/service/auth.ts",
     from: "if (!(Date.now() < session.expires)) {",
     to: "if (false) {",
     tests: [EVIDENCE, "tests/server_page_test.ts"],
@@ -520,7 +520,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/forbidden",
     what: "a name outside the token's scope is 403",
-    file: "src/server.ts",
+    file: "src/service/mod.ts",
     from:
       '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
     to:
@@ -530,7 +530,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/unauthorized",
     what: "a request without a valid token is 401",
-    file: "src/server.ts",
+    file: "src/service/mod.ts",
     from:
       "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
     to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',

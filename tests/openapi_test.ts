@@ -1,5 +1,5 @@
 /**
- * The service's OpenAPI document (`GET /openapi.json`, src/server/openapi.ts): valid OpenAPI 3.1
+ * The service's OpenAPI document (`GET /openapi.json`, src/service/openapi.ts): valid OpenAPI 3.1
  * (`@seriousme/openapi-schema-validator`), the same routes and methods the handler answers, no
  * more and no fewer, and real answers that match its schemas (ajv, JSON Schema 2020-12).
  */
@@ -8,9 +8,9 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { createHandler } from "../src/server.ts";
-import { ROUTES } from "../src/server/openapi.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { createHandler } from "../src/service/mod.ts";
+import { ROUTES } from "../src/service/openapi.ts";
 
 const TOKEN = "openapi-token-0123456789";
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];

@@ -11,8 +11,8 @@ import {
   KvId,
   type KvIdStats,
 } from "../mod.ts";
-import type { Store } from "../src/store.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import type { Store } from "../src/stores/mod.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import type { RedisClient } from "../mod.ts";
 import { rejectsWith } from "./assert.ts";
 import { CLIENTS, openClient, Spy } from "./clients.ts";
@@ -279,7 +279,7 @@ Deno.test("without scripting nothing is given back and no step is remembered", a
 
 Deno.test("entry points: the main one for applications, ./store for store authors", async () => {
   const main = await import("../mod.ts");
-  const store = await import("../src/store.ts");
+  const store = await import("../src/stores/mod.ts");
   for (const name of ["KvId", "DailyId", "configure", "shutdown", "KvIdError", "fromIoredis"]) {
     assert.ok(name in main, `@kvid/core exports ${name}`);
   }
@@ -287,7 +287,7 @@ Deno.test("entry points: the main one for applications, ./store for store author
   assert.equal(typeof store.InterleavedStore, "function");
   assert.equal(store.stepField("order"), "\0step:order");
   const config = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
-  assert.equal(config.exports["./store"], "./src/store.ts");
+  assert.equal(config.exports["./store"], "./src/stores/mod.ts");
   // Compile time: the exact ID type by option, and no store types from the main entry.
   const big: KvId<bigint> = new KvId("big", { bigint: true, store: { reserve: () => never() } });
   const num: KvId<number> = new KvId("num", { store: { reserve: () => never() } });

@@ -8,8 +8,8 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { RedisStore } from "../src/redis_store.ts";
-import type { Reservation, ReserveOptions, Store } from "../src/store_contract.ts";
+import { RedisStore } from "../src/stores/redis/redis_store.ts";
+import type { Reservation, ReserveOptions, Store } from "../src/contract/store.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 import { assertIncreasing } from "./assert.ts";

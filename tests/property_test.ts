@@ -25,8 +25,8 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { KvId, KvIdError } from "../mod.ts";
-import type { Store } from "../src/store.ts";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import type { Store } from "../src/stores/mod.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { type Proxy, startProxy } from "./proxy.ts";
 import {

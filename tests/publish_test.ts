@@ -4,7 +4,7 @@
  * `deno publish --dry-run` prints (it reads deno.json `publish.include` and `exclude`).
  *
  * JSR resolves a relative link of the README or of a module's docs against the package root (or
- * the linked repository's root), not against the module's folder: `docs/x.png` in src/server.ts is
+ * the linked repository's root), not against the module's folder: `docs/x.png` in src/service/mod.ts is
  * the package's `docs/x.png`. Other published Markdown files are read as files, so their links are
  * resolved against their own folder.
  */

@@ -1,6 +1,6 @@
 /**
- * The service as a program (src/serve.ts, `deno task serve`) and its listener
- * (src/server/listener.ts): flags and variables, start-up mistakes, and the attacks that ended
+ * The service as a program (src/service/serve.ts, `deno task serve`) and its listener
+ * (src/service/listener.ts): flags and variables, start-up mistakes, and the attacks that ended
  * or wedged `Deno.serve`: file descriptors running out, connection floods, slowloris.
  * Every child runs on 127.0.0.1 with a lowered file-descriptor limit where it matters, so the
  * floods stay small; every wait is bounded.
@@ -8,8 +8,8 @@
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import { listen, listenConfig } from "../src/serve.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import { listen, listenConfig } from "../src/service/serve.ts";
 import { serveService, startProcess, startServiceProcess } from "./service.ts";
 
 const TOKEN = "serve-test-token-0123456789";
@@ -163,7 +163,7 @@ Deno.test("start-up mistakes: one line, exit code 78, no stack (both entry point
           "run",
           "-A",
           "--unstable-kv",
-          new URL("../src/serve.ts", import.meta.url).pathname,
+          new URL("../src/service/serve.ts", import.meta.url).pathname,
           ...args,
         ],
         env: { NO_COLOR: "1", ...ENV, ...env },
@@ -188,7 +188,7 @@ Deno.test("start-up mistakes: one line, exit code 78, no stack (both entry point
         "127.0.0.1",
         "--port",
         "0",
-        new URL("../src/server.ts", import.meta.url).pathname,
+        new URL("../src/service/mod.ts", import.meta.url).pathname,
       ],
       env: { NO_COLOR: "1", ...ENV, KVID_TOKENS: "" },
       stdout: "null",
@@ -208,7 +208,7 @@ Deno.test("start-up mistakes: one line, exit code 78, no stack (both entry point
         "--unstable-kv",
         "--port",
         "0",
-        new URL("../src/server.ts", import.meta.url).pathname,
+        new URL("../src/service/mod.ts", import.meta.url).pathname,
       ],
       env: { NO_COLOR: "1", ...ENV, KVID_TOKENS: "", KVID_AUTH: "none" },
       stdout: "null",
@@ -442,7 +442,7 @@ Deno.test("deno task serve: SIGTERM answers the request in flight, then exits 0"
 
 Deno.test("listener: a body trickling in is cut off at the body limit, in all", async () => {
   using store = new DenoKvStore(":memory:");
-  const { createHandler } = await import("../src/server.ts");
+  const { createHandler } = await import("../src/service/mod.ts");
   await using service = createHandler({ store, tokens: `${TOKEN}:*`, log: () => {} });
   const l = listen({
     hostname: "127.0.0.1",

@@ -1,14 +1,14 @@
 /**
- * The ID service's HTTP contract (src/server.ts), against real Redis servers and Deno KV.
+ * The ID service's HTTP contract (src/service/mod.ts), against real Redis servers and Deno KV.
  * (tests/server.ts is the Redis test harness; this file tests the service.)
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import parsePrometheus from "parse-prometheus-text-format";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
-import type { ServiceOptions } from "../src/server.ts";
-import { createHandler } from "../src/server.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
+import type { ServiceOptions } from "../src/service/mod.ts";
+import { createHandler } from "../src/service/mod.ts";
 import { openClient } from "./clients.ts";
 import { startProxy } from "./proxy.ts";
 import { command, startServer } from "./server.ts";
@@ -644,7 +644,7 @@ Deno.test("service: its generators give back on close and start from the remembe
   await t.step(
     "the timing wrapper forwards the store's optional methods, and only those",
     async () => {
-      const { Entry, timedStore } = await import("../src/server/generators.ts");
+      const { Entry, timedStore } = await import("../src/service/generators.ts");
       using kv = new DenoKvStore(":memory:");
       const entry = new Entry("ids", "x", {
         store: kv,
@@ -699,7 +699,7 @@ Deno.test("service: an outage counts as failures everywhere an alert looks", asy
   await using server = await startServer();
   await using proxy = await startProxy(server);
   proxy.pause(); // unreachable from the start, as a service started before its Redis
-  const { optionsFromEnv } = await import("../src/server.ts");
+  const { optionsFromEnv } = await import("../src/service/mod.ts");
   const env = new Map([["KVID_REDIS_URL", proxy.url], ["KVID_TOKENS", TOKENS]]);
   const config = optionsFromEnv((name) => env.get(name));
   try {
@@ -730,7 +730,7 @@ Deno.test("service: an outage counts as failures everywhere an alert looks", asy
 
 Deno.test("service: a wrong Redis password is a configuration error, named as such", async () => {
   await using server = await startServer({ password: "right-password-0123" });
-  const { optionsFromEnv } = await import("../src/server.ts");
+  const { optionsFromEnv } = await import("../src/service/mod.ts");
   const url = new URL(server.url);
   url.password = "wrong-password-0123";
   const env = new Map([["KVID_REDIS_URL", url.toString()], ["KVID_TOKENS", TOKENS]]);
@@ -837,7 +837,7 @@ Deno.test("service: mounted under a base path (an existing app's prefix)", async
 });
 
 Deno.test("service: per-name options from configuration (KVID_NAMES)", async () => {
-  const { optionsFromEnv } = await import("../src/server.ts");
+  const { optionsFromEnv } = await import("../src/service/mod.ts");
   const env = new Map([
     ["KVID_KV_PATH", ":memory:"],
     ["KVID_TOKENS", TOKENS],

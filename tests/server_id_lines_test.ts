@@ -7,7 +7,7 @@
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { idLines } from "../src/server/id_lines.ts";
+import { idLines } from "../src/service/id_lines.ts";
 
 const plain = (ids: readonly (number | bigint | string)[]) => ids.map((id) => `${id}\n`).join("");
 

@@ -5,10 +5,10 @@
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { findChromium, launchBrowser } from "./browser.ts";
 import { serveService } from "./service.ts";
-import { chartScale, shortCount } from "../src/server/page.ts";
+import { chartScale, shortCount } from "../src/service/page.ts";
 
 const ALL = "page-token-all-0123456789";
 const ORDERS = "page-token-orders-012345";

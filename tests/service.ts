@@ -1,7 +1,7 @@
-/** Running the ID service (src/server.ts) for tests and benches: in process, or `deno serve`. */
+/** Running the ID service (src/service/mod.ts) for tests and benches: in process, or `deno serve`. */
 
-import { createHandler, type IdService, type ServiceOptions } from "../src/server.ts";
-import { listen } from "../src/serve.ts";
+import { createHandler, type IdService, type ServiceOptions } from "../src/service/mod.ts";
+import { listen } from "../src/service/serve.ts";
 import { lines } from "./lines.ts";
 
 /** The service behind `Deno.serve` on a free 127.0.0.1 port. */
@@ -46,7 +46,7 @@ export function serveService(
   };
 }
 
-/** A `deno serve src/server.ts` child process. */
+/** A `deno serve src/service/mod.ts` child process. */
 export interface ServeProcess extends AsyncDisposable {
   /** `http://127.0.0.1:<port>`, once it listens. */
   readonly url: string;
@@ -72,12 +72,12 @@ export function startServeProcess(env: Record<string, string>): Promise<ServePro
     "127.0.0.1",
     "--port",
     "0",
-    new URL("../src/server.ts", import.meta.url).pathname,
+    new URL("../src/service/mod.ts", import.meta.url).pathname,
   ], env);
 }
 
 /**
- * Start `deno run src/serve.ts` (what `deno task serve` runs) with `args` (default: loopback,
+ * Start `deno run src/service/serve.ts` (what `deno task serve` runs) with `args` (default: loopback,
  * a free port) and `env`; `nofile` lowers its file-descriptor limit (through `prlimit`).
  */
 export function startServiceProcess(
@@ -90,7 +90,7 @@ export function startServiceProcess(
     "run",
     "-A",
     "--unstable-kv",
-    new URL("../src/serve.ts", import.meta.url).pathname,
+    new URL("../src/service/serve.ts", import.meta.url).pathname,
     ...args,
   ];
   return nofile === undefined

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { DenoKvStore } from "../src/deno_kv_store.ts";
+import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { findChromium, launchBrowser } from "./browser.ts";
 import { serveService } from "./service.ts";
 

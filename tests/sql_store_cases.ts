@@ -10,8 +10,8 @@
 
 import assert from "node:assert/strict";
 import { DailyId, KvId, KvIdError } from "../mod.ts";
-import type { ReserveOptions, Store, StoreDurability } from "../src/store_contract.ts";
-import type { IdRange } from "../src/store_contract.ts";
+import type { ReserveOptions, Store, StoreDurability } from "../src/contract/store.ts";
+import type { IdRange } from "../src/contract/store.ts";
 import { rejectsWith } from "./assert.ts";
 
 /** A SQL store as the cases use it. */

@@ -17,7 +17,7 @@ import mysql from "mysql2/promise";
 import { KvId } from "../mod.ts";
 import { PostgresStore } from "../src/stores/postgres/mod.ts";
 import { MySqlStore } from "../src/stores/mysql/mod.ts";
-import type { Store } from "../src/store_contract.ts";
+import type { Store } from "../src/contract/store.ts";
 
 const { values } = parseArgs({
   options: {

@@ -7,13 +7,13 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvIdError } from "../mod.ts";
-import { optionsFromEnv } from "../src/server.ts";
+import { optionsFromEnv } from "../src/service/mod.ts";
 import { storeFromUrl, storeKind } from "../src/stores/store_url.ts";
 import { startServeProcess } from "./service.ts";
 import { command, startServer } from "./server.ts";
 import { startMariaDb, startPostgres } from "./sql_servers.ts";
 
-const CLI = new URL("../src/cli.ts", import.meta.url).pathname;
+const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
 
 function isConfig(message: RegExp) {

@@ -7,7 +7,7 @@
 
 import { parseArgs } from "node:util";
 import config from "../../deno.json" with { type: "json" };
-import { ZonedDays } from "../calendar.ts";
+import { ZonedDays } from "../daily/calendar.ts";
 import { storeKind } from "../stores/store_url.ts";
 
 /** What `kvid --version` prints. */
@@ -74,7 +74,7 @@ Exit codes: 0 done, 1 the command failed, 2 bad arguments,
 
 /**
  * Each command's usage and what it does: the list in `kvid --help`, and the table of the CLI's
- * module doc (src/cli.ts; `tests/cli_test.ts` checks that they agree).
+ * module doc (src/cli/mod.ts; `tests/cli_test.ts` checks that they agree).
  */
 export const COMMANDS: readonly (readonly [usage: string, what: string])[] = [
   ["next <name> [-n N] [--create]", "Reserve N IDs (default 1) and print them"],

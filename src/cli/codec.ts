@@ -6,7 +6,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 import {
   base36,
   base62,

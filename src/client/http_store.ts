@@ -7,8 +7,8 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../store_contract.ts";
+import { KvIdError } from "../contract/errors.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
 import type {
   ReleaseResponse,
   SegmentRequest,

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 
 /** The largest ID a generator hands out: 2^63 - 1 (a signed 64-bit counter). */
 export const MAX_ID: bigint = 2n ** 63n - 1n;

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { DailyIdFormat } from "../daily_options.ts";
+import type { DailyIdFormat } from "../daily/daily_options.ts";
 import { prefix } from "./affix.ts";
 import { asBigInt, asNumber, type Codec, offset } from "./codec.ts";
 import { decimal } from "./radix.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 import { checkId, type Codec, describeValue, malformed } from "./codec.ts";
 import { Ff1 } from "./ff1.ts";
 import type { RadixCodec } from "./radix.ts";

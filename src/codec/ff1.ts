@@ -23,7 +23,7 @@
  */
 
 import { unsafe } from "@noble/ciphers/aes.js";
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 import { describeValue } from "./codec.ts";
 
 const { expandKeyLE, encryptBlock, encrypt } = unsafe;

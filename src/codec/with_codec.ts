@@ -4,7 +4,7 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 import { type Codec, describeValue } from "./codec.ts";
 
 /**

@@ -5,10 +5,10 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
+import { KvIdError } from "../contract/errors.ts";
 import { interleavedCounter, otherLayout, singleStoreCounter } from "./interleaved/layout.ts";
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../calendar.ts";
-import type { Reservation, ReserveOptions } from "../store_contract.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../daily/calendar.ts";
+import type { Reservation, ReserveOptions } from "../contract/store.ts";
 
 /** The table a SQL store keeps its counters in unless told otherwise. */
 export const DEFAULT_TABLE = "kvid_counters";

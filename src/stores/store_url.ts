@@ -13,8 +13,8 @@
  * @module
  */
 
-import { KvIdError } from "../errors.ts";
-import type { Store } from "../store_contract.ts";
+import { KvIdError } from "../contract/errors.ts";
+import type { Store } from "../contract/store.ts";
 
 /** The kinds of store a URL can name. */
 export type StoreKind = "redis" | "postgres" | "mysql";

@@ -8,7 +8,7 @@
  */
 
 import { KvId } from "../../mod.ts";
-import type { Store } from "../../src/store.ts";
+import type { Store } from "../../src/stores/mod.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with --v8-flags=--expose-gc");

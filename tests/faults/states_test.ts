@@ -9,7 +9,7 @@
 import "../deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
-import { toKvIdError } from "../../src/store_errors.ts";
+import { toKvIdError } from "../../src/contract/store_errors.ts";
 import { openClient } from "../clients.ts";
 import { command } from "../server.ts";
 import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";

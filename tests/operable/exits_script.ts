@@ -6,7 +6,7 @@
 import { createClient } from "redis";
 import { Redis } from "ioredis";
 import { configure, DailyId, fromIoredis, fromNodeRedis, KvId, shutdown } from "../../mod.ts";
-import { DenoKvStore } from "../../src/deno_kv_store.ts";
+import { DenoKvStore } from "../../src/stores/deno_kv/deno_kv_store.ts";
 
 const [kind, url, kvPath] = Deno.args;
 configure({

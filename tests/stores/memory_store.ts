@@ -6,7 +6,7 @@
  */
 
 import { KvIdError } from "../../mod.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../../src/store.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "../../src/stores/mod.ts";
 
 const MAX_ID = (1n << 63n) - 1n;
 const DAY = /^\d{8}$/;

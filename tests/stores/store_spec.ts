@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
-import type { IdRange, ReserveOptions, Store } from "../../src/store.ts";
+import type { IdRange, ReserveOptions, Store } from "../../src/stores/mod.ts";
 
 /** A store to check, and what it is. */
 export interface StoreSubject {

@@ -5,9 +5,9 @@
  */
 
 import "../deadline.ts"; // a time limit on every test of this file
-import { RedisStore } from "../../src/redis_store.ts";
+import { RedisStore } from "../../src/stores/redis/redis_store.ts";
 import { InterleavedStore } from "../../src/stores/interleaved/interleaved_store.ts";
-import { DenoKvStore } from "../../src/deno_kv_store.ts";
+import { DenoKvStore } from "../../src/stores/deno_kv/deno_kv_store.ts";
 import { CLIENTS, openClient } from "../clients.ts";
 import { command, startServer } from "../server.ts";
 import { MemoryStore } from "./memory_store.ts";

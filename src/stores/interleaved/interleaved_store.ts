@@ -6,8 +6,8 @@
  * @module
  */
 
-import { deadlineTimer } from "../../deadline_timer.ts";
-import { KvIdError } from "../../errors.ts";
+import { deadlineTimer } from "../../contract/deadline_timer.ts";
+import { KvIdError } from "../../contract/errors.ts";
 import type {
   DurabilityOptions,
   IdRange,
@@ -15,9 +15,9 @@ import type {
   ReserveOptions,
   Store,
   StoreDurability,
-} from "../../store_contract.ts";
-import { durabilityRefusal, mergeDurability } from "../../durability.ts";
-import { toKvIdError } from "../../store_errors.ts";
+} from "../../contract/store.ts";
+import { durabilityRefusal, mergeDurability } from "../../contract/durability.ts";
+import { toKvIdError } from "../../contract/store_errors.ts";
 import { layoutOf } from "./layout.ts";
 
 /**

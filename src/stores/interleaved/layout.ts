@@ -6,7 +6,7 @@
  * @module
  */
 
-import { KvIdError } from "../../errors.ts";
+import { KvIdError } from "../../contract/errors.ts";
 
 /** The field (Redis) or key part (Deno KV) of a counter's layout: this prefix, then the name. */
 export const LAYOUT_FIELD_PREFIX = "\u0000layout:";

@@ -143,4 +143,4 @@ export type {
   ReserveOptions,
   Store,
   StoreDurability,
-} from "../../store_contract.ts";
+} from "../../contract/store.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { KvIdError } from "../../errors.ts";
-import { errorMessage } from "../../store_errors.ts";
+import { KvIdError } from "../../contract/errors.ts";
+import { errorMessage } from "../../contract/store_errors.ts";
 
 /** The server's error number, or undefined for a client-side or network failure. */
 export function mysqlErrno(err: unknown): number | undefined {

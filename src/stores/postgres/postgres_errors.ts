@@ -6,8 +6,8 @@
  * @module
  */
 
-import { KvIdError } from "../../errors.ts";
-import { errorMessage } from "../../store_errors.ts";
+import { KvIdError } from "../../contract/errors.ts";
+import { errorMessage } from "../../contract/store_errors.ts";
 
 /** The SQLSTATE of a server error, or undefined for a client-side or network failure. */
 export function sqlState(err: unknown): string | undefined {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { KvIdError } from "../../errors.ts";
+import { KvIdError } from "../../contract/errors.ts";
 import type {
   DurabilityOptions,
   IdRange,
@@ -13,7 +13,7 @@ import type {
   ReserveOptions,
   Store,
   StoreDurability,
-} from "../../store_contract.ts";
+} from "../../contract/store.ts";
 import {
   checkColumnTypes,
   checkSqlNames,

@@ -149,3 +149,55 @@ function run(): void {
   if (live === 0) queue.length = 0;
   arm();
 }
+
+/**
+ * `work`, or a rejection with `onTimeout()` when `ms` pass first (measured by
+ * {@linkcode deadlineTimer}, so a blocked event loop is not blamed on the store); the timer is
+ * cancelled either way. A result of `work` that comes late is dropped: the caller says, through
+ * `onLate`, what a late result or failure must still do (a late reservation's range is spent).
+ *
+ * @example
+ * ```ts
+ * import { withDeadline } from "./deadline_timer.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const quick = await withDeadline(Promise.resolve(7), 1_000, () => new Error("too slow"));
+ * assert.ok(quick === 7);
+ * const never = new Promise<number>(() => {});
+ * await assert.rejects(withDeadline(never, 5, () => new Error("too slow")), /too slow/);
+ * ```
+ *
+ * @param work What to wait for.
+ * @param ms The deadline, in ms from now.
+ * @param onTimeout The error to reject with when the deadline passes first.
+ * @param onLate Called with `work`'s outcome when it settles after the deadline.
+ * @returns `work`'s result, when it came in time.
+ * @throws What `work` threw, or `onTimeout()`'s error.
+ */
+export function withDeadline<T>(
+  work: Promise<T>,
+  ms: number,
+  onTimeout: () => unknown,
+  onLate?: (outcome: PromiseSettledResult<T>) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let late = false;
+    const cancel = deadlineTimer(ms, () => {
+      late = true;
+      reject(onTimeout());
+    });
+    work.then((value) => {
+      if (late) onLate?.({ status: "fulfilled", value });
+      else {
+        cancel();
+        resolve(value);
+      }
+    }, (reason) => {
+      if (late) onLate?.({ status: "rejected", reason });
+      else {
+        cancel();
+        reject(reason);
+      }
+    });
+  });
+}

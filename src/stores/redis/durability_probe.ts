@@ -1,87 +1,15 @@
 /**
- * What a store's server can lose, read from the server itself, and the refusal of a store
- * that would lose IDs: the Redis / Valkey / Kvrocks probe ({@linkcode probeRedis}) and the
- * verdict every generator applies to a {@linkcode StoreDurability} ({@linkcode durabilityRefusal}).
+ * What a Redis, Valkey or Kvrocks server can lose, read from the server itself
+ * ({@linkcode probeRedis}); the verdict on it is the contract's (`../../contract/durability.ts`).
  *
  * @module
  */
 
-import { KvIdError } from "./errors.ts";
-import type { DurabilityOptions, StoreDurability } from "./store_contract.ts";
+import { serverReadsEpoch } from "../../contract/durability.ts";
+import type { DurabilityOptions, StoreDurability } from "../../contract/store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import type { RedisClient } from "./redis_store.ts";
-import { errorMessage, isReplyError, toKvIdError } from "./store_errors.ts";
-
-/**
- * How much loss a generator accepts from its store: `"strict"` refuses a store that can lose a
- * confirmed reservation (no AOF, a setting the server will not tell); `"best-effort"` serves
- * from it (a crash can then re-issue IDs). An eviction policy that can evict the counter is
- * refused under both.
- *
- * @example
- * ```ts
- * import type { DurabilityMode } from "@kvid/core";
- * import assert from "node:assert/strict";
- *
- * const modes: DurabilityMode[] = ["strict", "best-effort"]; // the default first
- * assert.ok(modes.includes("best-effort"));
- * ```
- */
-export type DurabilityMode = "strict" | "best-effort";
-
-/** Check a `durability` option of `who`. */
-export function checkDurabilityOptions(
-  who: string,
-  mode: unknown,
-  settings: unknown,
-): void {
-  if (mode !== undefined && mode !== "strict" && mode !== "best-effort") {
-    throw new TypeError(
-      `${who} option durability must be "strict" or "best-effort", got ${
-        typeof mode === "string" ? JSON.stringify(mode.slice(0, 40)) : typeof mode
-      }`,
-    );
-  }
-  if (settings === undefined) return;
-  if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
-    throw new TypeError(`${who} option serverSettings must be an object of strings`);
-  }
-  for (const [k, v] of Object.entries(settings)) {
-    if (typeof v !== "string") {
-      throw new TypeError(`${who} option serverSettings.${k} must be a string`);
-    }
-  }
-}
-
-/**
- * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
- * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
- */
-export function durabilityRefusal(
-  d: StoreDurability,
-  mode: DurabilityMode,
-  key: string,
-  field: string,
-): KvIdError | undefined {
-  if (d.problems.length === 0) return undefined;
-  if (d.lossWithoutCrash === true) {
-    return new KvIdError(
-      "config",
-      `the store loses counters in ordinary operation, refused whatever durability says: ${
-        d.problems.join("; ")
-      }`,
-      { key, field },
-    );
-  }
-  if (mode === "best-effort") return undefined;
-  return new KvIdError(
-    "config",
-    `the store can lose reservations, so IDs could be issued twice: ${
-      d.problems.join("; ")
-    }. Fix the server, or accept the loss with durability: "best-effort"`,
-    { key, field },
-  );
-}
+import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 
 // One round trip (with the CONFIG GETs sent at the same time), routed by the counter's key on
 // a cluster: the server's identity, its persistence and memory settings, and the hash's TTL.
@@ -187,29 +115,17 @@ const DEFAULT_APPENDFSYNC = "everysec";
 type ServerRead = ReturnType<typeof readServer>;
 type SharedRead = { read: ServerRead; epoch: number; done: boolean };
 const reads = new WeakMap<RedisClient, Map<string, SharedRead>>();
-let epoch = 0;
-
-/**
- * Stop sharing every server read made so far: the next read of each client and hash reads the
- * server again. Called by a generator that marks its read due (a transient failure may hide a
- * reconnect to a restarted or other server; a rollback says the server lost data; a refusal
- * may be fixed).
- */
-export function markServerReadsStale(): void {
-  epoch++;
-}
-
 function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRead {
   let byKey = reads.get(client);
   if (byKey === undefined) reads.set(client, byKey = new Map());
   const shared = byKey.get(key);
   // A re-read (reuse false) joins only a read still in flight and sent since the last doubt
   // (10,000 names re-reading after one failure: one read); a finished one it reads again.
-  if (shared !== undefined && shared.epoch === epoch && (reuse || !shared.done)) {
+  if (shared !== undefined && shared.epoch === serverReadsEpoch() && (reuse || !shared.done)) {
     return shared.read;
   }
   const read = readServer(client, key);
-  const entry: SharedRead = { read, epoch, done: false };
+  const entry: SharedRead = { read, epoch: serverReadsEpoch(), done: false };
   byKey.set(key, entry);
   read.then(() => entry.done = true, () => {
     // A failed read is never shared: the next one reads the server again.
@@ -309,27 +225,5 @@ export async function probeRedis(
     ? String(ttl)
     : "none";
   if (statedNames.length > 0) settings.stated = statedNames.join(",");
-  return { durable: problems.length === 0, settings, problems, lossWithoutCrash };
-}
-
-/**
- * The durability of several independent servers as one: durable when every one is, their
- * settings and problems each named by the server's index.
- */
-export function mergeDurability(
-  members: readonly (StoreDurability | undefined)[],
-): StoreDurability {
-  const settings: Record<string, string> = {};
-  const problems: string[] = [];
-  let lossWithoutCrash = false;
-  members.forEach((d, i) => {
-    if (d === undefined) {
-      settings[`${i}.probe`] = "not yet (unreachable; probed at its next use)";
-      return;
-    }
-    for (const [k, v] of Object.entries(d.settings)) settings[`${i}.${k}`] = v;
-    for (const p of d.problems) problems.push(`server ${i}: ${p}`);
-    lossWithoutCrash ||= d.lossWithoutCrash === true;
-  });
   return { durable: problems.length === 0, settings, problems, lossWithoutCrash };
 }

@@ -6,9 +6,9 @@
  */
 
 import type { Codec } from "../codec/codec.ts";
-import type { RedisSource } from "../redis_store.ts";
-import type { Store } from "../store_contract.ts";
-import type { DurabilityMode } from "../durability.ts";
+import type { RedisSource } from "../stores/redis/redis_store.ts";
+import type { Store } from "../contract/store.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
 import type { NameOptions } from "./generators.ts";
 
 export type { NameOptions };

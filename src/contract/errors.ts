@@ -62,6 +62,25 @@ export type KvIdErrorCode =
   | "malformed";
 
 /**
+ * Why, more precisely than the code, for callers that branch on it (never on the message, which
+ * is for people and may change): `""` when the code says it all.
+ *
+ * - `"name-too-long"`: a name within the generator's limits that the store cannot key (Deno KV:
+ *   2 KiB keys).
+ *
+ * @example
+ * ```ts
+ * import { KvIdError, type KvIdErrorReason } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const reason: KvIdErrorReason = "name-too-long";
+ * const err = new KvIdError("config", "the KV key is too large", { reason });
+ * assert.ok(err.code === "config" && err.reason === "name-too-long");
+ * ```
+ */
+export type KvIdErrorReason = "" | "name-too-long";
+
+/**
  * Options of {@linkcode KvIdError}.
  *
  * @example A custom store reporting a lost connection
@@ -84,6 +103,12 @@ export interface KvIdErrorOptions {
   field?: string;
   /** The underlying error, if any. */
   cause?: unknown;
+  /**
+   * Why, more precisely than the code ({@linkcode KvIdErrorReason}).
+   *
+   * @default {""}
+   */
+  reason?: KvIdErrorReason;
 }
 
 /**
@@ -108,6 +133,8 @@ export class KvIdError extends Error {
   readonly key: string;
   /** The hash field of the counter (the generator's name); `""` with `key`. */
   readonly field: string;
+  /** Why, more precisely than the code; `""` when the code says it all. */
+  readonly reason: KvIdErrorReason;
 
   /**
    * Make an error naming the counter.
@@ -129,7 +156,18 @@ export class KvIdError extends Error {
     this.code = code;
     this.key = key;
     this.field = field;
+    this.reason = options.reason ?? "";
   }
+}
+
+/**
+ * Whether an error of `code` may pass by itself, so the call is retried until its deadline
+ * (`connection`, `timeout`, `conflict`, `unavailable`); every other code is a mistake waiting
+ * cannot fix, or a verdict.
+ */
+export function isTransient(code: KvIdErrorCode): boolean {
+  return code === "connection" || code === "timeout" || code === "conflict" ||
+    code === "unavailable";
 }
 
 function fieldLabel(field: string): string {

@@ -6,12 +6,12 @@
  * @module
  */
 
-import type { KvIdError } from "./errors.ts";
-import type { KvIdStats, RollbackDetail } from "./kvid_options.ts";
-import type { RedisSource } from "./redis_store.ts";
-import type { StepRule } from "./step.ts";
-import type { DurabilityMode } from "./durability.ts";
-import type { Store } from "./store_contract.ts";
+import type { KvIdError } from "../contract/errors.ts";
+import type { KvIdStats, RollbackDetail } from "../engine/kvid_options.ts";
+import type { RedisSource } from "../contract/redis_client.ts";
+import type { StepRule } from "../engine/step.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
+import type { Store } from "../contract/store.ts";
 
 /**
  * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.

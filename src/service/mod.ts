@@ -21,7 +21,7 @@
  * (Over 900 lines with the documentation below; the code is one handler, a closure over one
  * service's state. Configuration from the environment, request reading, responses, auth,
  * metrics, the segment endpoints, the OpenAPI document, the status page and the listener of
- * `@kvid/core/serve` are apart, in `src/server/`.)
+ * `@kvid/core/serve` are apart, in `src/service/`.)
  *
  * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
  * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
@@ -177,34 +177,40 @@
  * @module
  */
 
-import { deadlineTimer } from "./deadline_timer.ts";
-import { KvIdError } from "./errors.ts";
-import { type RedisClient, type RedisSource, RedisStore, resolveRedis } from "./redis_store.ts";
-import { durabilityRefusal } from "./durability.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "./store_contract.ts";
-import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./server/auth.ts";
+import "../stores/redis/redis_option.ts"; // installs the `redis` option's resolver
+import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { KvIdError } from "../contract/errors.ts";
+import {
+  type RedisClient,
+  type RedisSource,
+  RedisStore,
+  resolveRedis,
+} from "../stores/redis/redis_store.ts";
+import { durabilityRefusal } from "../contract/durability.ts";
+import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
+import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./auth.ts";
 import {
   type Entry,
   Generators,
   type Kind,
   NAME_OPTION_KEYS,
   type NameOptions,
-} from "./server/generators.ts";
-import { DailyId } from "./daily.ts";
-import { KvId } from "./kvid.ts";
-import { type HttpCounters, renderMetrics } from "./server/metrics.ts";
-import { processMetrics } from "./server/process_metrics.ts";
-import { toKvIdError } from "./store_errors.ts";
-import { loginPage, PAGE_CSP, statusPage } from "./server/page.ts";
-import { errorResponse, text } from "./server/respond.ts";
-import { idLines } from "./server/id_lines.ts";
-import { readLimited, sameOrigin } from "./server/request.ts";
-import { type EnvConfig, optionsFromEnv } from "./server/env.ts";
-import type { ServiceOptions } from "./server/options.ts";
-import { checkName } from "./validate.ts";
-import { SegmentRoutes } from "./server/segments.ts";
-import { allowOf, openApiDocument } from "./server/openapi.ts";
-import { exitOnSignals } from "./server/signals.ts";
+} from "./generators.ts";
+import { DailyId } from "../daily/daily.ts";
+import { KvId } from "../engine/kvid.ts";
+import { type HttpCounters, renderMetrics } from "./metrics.ts";
+import { processMetrics } from "./process_metrics.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
+import { loginPage, PAGE_CSP, statusPage } from "./page.ts";
+import { errorResponse, text } from "./respond.ts";
+import { idLines } from "./id_lines.ts";
+import { readLimited, sameOrigin } from "./request.ts";
+import { type EnvConfig, optionsFromEnv } from "./env.ts";
+import type { ServiceOptions } from "./options.ts";
+import { checkName } from "../contract/validate.ts";
+import { SegmentRoutes } from "./segments.ts";
+import { allowOf, openApiDocument } from "./openapi.ts";
+import { exitOnSignals } from "./signals.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
@@ -219,7 +225,7 @@ export type {
   ServiceError,
   ServiceErrorCode,
   StepBody,
-} from "./client/types.ts";
+} from "../client/types.ts";
 
 /**
  * The service made by {@linkcode createHandler}: a `fetch` handler and a graceful `close`.

@@ -5,22 +5,15 @@
  * Longer than 500 lines on purpose: the `DailyId` interface with its examples, and the generator,
  * whose day switch, waiting callers, cleanup scheduling and close share one private state. What
  * stands alone is apart: the options and stats types (`daily_options.ts`), the calendar
- * (`calendar.ts`) and the Redis cleanup (`daily_cleanup.ts`).
+ * (`calendar.ts`) and how many days a cleanup keeps (`keep_days.ts`); the store deletes them.
  *
  * @module
  */
 
 import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, ZonedDays } from "./calendar.ts";
-import type { Codec } from "./codec/codec.ts";
-import { dailyForm, dayForm } from "./codec/daily.ts";
-import { defaultRedis } from "./configure.ts";
-import {
-  cleanupFrom,
-  deleteDaysBefore,
-  keepFrom,
-  MAX_KEEP_DAYS,
-  MIN_KEEP_DAYS,
-} from "./daily_cleanup.ts";
+import type { Codec } from "../codec/codec.ts";
+import { dailyForm, dayForm } from "../codec/daily.ts";
+import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "./keep_days.ts";
 import type {
   DailyCleanupDetail,
   DailyIdFormat,
@@ -29,19 +22,15 @@ import type {
   DailyRollbackDetail,
   DailySerial,
 } from "./daily_options.ts";
-import { KvIdError } from "./errors.ts";
-import { KvId } from "./kvid.ts";
-import type { KvIdOptions, RollbackDetail } from "./kvid_options.ts";
-import {
-  checkRedisSource,
-  type RedisClient,
-  type RedisSource,
-  resolveRedis,
-} from "./redis_store.ts";
-import type { Store } from "./store_contract.ts";
-import { toKvIdError } from "./store_errors.ts";
-import { trackGenerator, untrackGenerator } from "./shutdown.ts";
-import { checkCounterName, checkInteger, describe } from "./validate.ts";
+import { KvIdError } from "../contract/errors.ts";
+import { KvId } from "../engine/kvid.ts";
+import type { KvIdOptions, RollbackDetail } from "../engine/kvid_options.ts";
+import type { RedisSource } from "../contract/redis_client.ts";
+import { checkStoreSource, storeFromSource } from "../contract/store_source.ts";
+import type { Store } from "../contract/store.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
+import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { checkCounterName, checkInteger, describe } from "../contract/validate.ts";
 
 /**
  * Date-prefixed daily serial numbers, such as order numbers `20261130000001`: IDs are
@@ -314,7 +303,6 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   readonly #clock: () => number;
   readonly #inner: KvIdOptions & { bigint?: false };
   readonly #redis: RedisSource | undefined;
-  readonly #hasStore: boolean;
   readonly #store: Store | undefined;
   readonly #maxSeq: number;
   readonly #keepDays: number | undefined;
@@ -403,7 +391,7 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
         `DailyId option clock must be a function, got ${describe(options.clock)}`,
       );
     }
-    if (options.redis !== undefined) checkRedisSource("DailyId option redis", options.redis);
+    checkStoreSource("DailyId", options.redis, { list: false });
     if (
       options.keepDays !== undefined && options.store !== undefined &&
       typeof options.store?.deleteDaysBefore !== "function" && options.redis === undefined
@@ -444,7 +432,6 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
     this.#clock = options.clock ?? Date.now;
     this.#inner = inner;
     this.#redis = options.redis;
-    this.#hasStore = options.store !== undefined;
     this.#store = options.store;
     this.#maxSeq = maxSeq;
     this.#keepDays = options.keepDays;
@@ -640,46 +627,32 @@ class DailyIdImpl<T extends number | bigint | string> extends EventTarget implem
   /** Delete the days more than `keepDays` old by this clock's `today` and the server's. */
   async #cleanupNow(today: Day, keepDays: number): Promise<{ before: string; deleted: number }> {
     const day = keepFrom(today, keepDays).text;
-    const store = this.#store;
-    if (this.#redis === undefined && typeof store?.deleteDaysBefore === "function") {
-      // By the earlier of this clock's day and the server's (a SQL store's now()); a store
-      // without a server clock (Deno KV): by this clock's day.
-      try {
-        let before = day;
-        if (typeof store.now === "function") {
-          const serverDay = this.#zone.dayAt(await store.now());
-          before = keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays).text;
-        }
-        return { before, deleted: await store.deleteDaysBefore(this.key, before) };
-      } catch (err) {
-        throw toKvIdError(err, this.key, `<${day}`);
-      }
-    }
-    const source = this.#redis ?? (this.#hasStore ? undefined : defaultRedis());
-    if (source === undefined) {
+    const store = this.#store ?? storeFromSource(this.#redis, {
+      who: "DailyId",
+      key: this.key,
+      field: `<${day}`,
+      timeout: this.#timeout,
+    });
+    if (typeof store.deleteDaysBefore !== "function") {
       throw new KvIdError(
         "config",
-        "no Redis client for cleanup: pass { redis } to new DailyId() or call configure({ redis }), or a store with deleteDaysBefore",
+        "the store cannot delete days: pass a store with deleteDaysBefore, or the redis option",
         { key: this.key, field: `<${day}` },
       );
     }
-    let client: RedisClient;
+    // By the earlier of this clock's day and the server's (Redis TIME, a SQL store's now()); a
+    // store without a server clock (Deno KV): by this clock's day. A process whose clock runs
+    // ahead cannot delete a day that processes with right clocks still use.
     try {
-      client = await resolveRedis(source);
-    } catch (cause) {
-      throw new KvIdError("connection", "the Redis client factory failed", {
-        key: this.key,
-        field: `<${day}`,
-        cause,
-      });
-    }
-    let before: string;
-    try {
-      before = (await cleanupFrom(client, this.#zone, today, keepDays)).text;
+      let before = day;
+      if (typeof store.now === "function") {
+        const serverDay = this.#zone.dayAt(await store.now());
+        before = keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays).text;
+      }
+      return { before, deleted: await store.deleteDaysBefore(this.key, before) };
     } catch (err) {
       throw toKvIdError(err, this.key, `<${day}`);
     }
-    return { before, deleted: await deleteDaysBefore(client, this.key, before) };
   }
 
   /** Today's serials are used up: stop reserving until the day ends. */

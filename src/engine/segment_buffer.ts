@@ -5,7 +5,7 @@
  */
 
 import { Segment } from "./segment.ts";
-import type { IdRange } from "./store_contract.ts";
+import type { IdRange } from "../contract/store.ts";
 
 /** Why {@linkcode SegmentBuffer.add} refused a reservation. */
 export type Refusal = "unsafe" | "rollback";

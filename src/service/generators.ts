@@ -5,12 +5,12 @@
  * @module
  */
 
-import { DailyId } from "../daily.ts";
-import { KvId, NUMBERS_WHILE_SAFE } from "../kvid.ts";
-import type { DurabilityReport, KvIdErrorSummary } from "../kvid_options.ts";
-import type { Store } from "../store_contract.ts";
-import type { DurabilityMode } from "../durability.ts";
-import { deadlineTimer } from "../deadline_timer.ts";
+import { DailyId } from "../daily/daily.ts";
+import { KvId, NUMBERS_WHILE_SAFE } from "../engine/kvid.ts";
+import type { DurabilityReport, KvIdErrorSummary } from "../engine/kvid_options.ts";
+import type { Store } from "../contract/store.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
+import { deadlineTimer } from "../contract/deadline_timer.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 

@@ -1,22 +1,19 @@
 /**
- * {@linkcode DailyId} cleanup on Redis: which `yyyymmdd` counters are old, deleting them in one
- * script, and the server's clock that bounds what "old" means. Also used by the CLI.
+ * `DailyId` cleanup on Redis: which `yyyymmdd` counters are old, deleting them in one script,
+ * and the server's clock that bounds what "old" means (the Redis store's
+ * `deleteDaysBefore()` and `now()`; the CLI too).
  *
  * @module
  */
 
-import { addDays, type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "./calendar.ts";
-import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
+import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "../../daily/calendar.ts";
+import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
+import { LAYOUT_FIELD_PREFIX } from "../interleaved/layout.ts";
 import type { RedisClient } from "./redis_store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
-import { toKvIdError } from "./store_errors.ts";
-import { poolField } from "./store_contract.ts";
-import { checkInteger, describe } from "./validate.ts";
-
-/** The fewest days a cleanup keeps. */
-export const MIN_KEEP_DAYS = 1;
-/** The most days a cleanup keeps. */
-export const MAX_KEEP_DAYS = 100_000;
+import { toKvIdError } from "../../contract/store_errors.ts";
+import { poolField } from "../../contract/store.ts";
+import { checkInteger, describe } from "../../contract/validate.ts";
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
 // strings); other fields are left alone, and so is a date-named counter of interleaved servers
@@ -85,7 +82,7 @@ const TIME_SCRIPT = new LuaScript("return redis.call('TIME')");
  * The server's clock (`TIME`) in epoch ms: the one clock every process sharing a counter sees.
  * Sent through `sendCommand` when the client has it, else as a script.
  */
-async function serverNow(client: RedisClient): Promise<number> {
+export async function serverNow(client: RedisClient): Promise<number> {
   const reply = client.sendCommand !== undefined
     ? await client.sendCommand("TIME", [])
     : await TIME_SCRIPT.run(client, [], []);
@@ -113,13 +110,4 @@ export async function cleanupFrom(
   checkInteger("DailyId", "keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   const serverDay = zone.dayAt(await serverNow(client));
   return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
-}
-
-/**
- * The first day kept by a cleanup with `keepDays` when today is `today`: days before it are
- * more than `keepDays` days old.
- */
-export function keepFrom(today: Day, keepDays: number): Day {
-  checkInteger("DailyId", "cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  return addDays(today, -keepDays);
 }

@@ -5,11 +5,11 @@
  * @module
  */
 
-import type { KvIdErrorCode } from "./errors.ts";
-import type { RedisSource } from "./redis_store.ts";
+import type { KvIdErrorCode } from "../contract/errors.ts";
+import type { RedisSource } from "../contract/redis_client.ts";
 import type { StepRule } from "./step.ts";
-import type { Store } from "./store_contract.ts";
-import type { DurabilityMode } from "./durability.ts";
+import type { Store } from "../contract/store.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
 
 /**
  * Options of {@linkcode KvId}. Every one is optional and validated at construction.

@@ -6,12 +6,12 @@
  * @module
  */
 
-import { fromNodeRedis, type NodeRedisLike } from "../adapters.ts";
-import { type DenoKvSource, DenoKvStore } from "../deno_kv_store.ts";
+import { fromNodeRedis, type NodeRedisLike } from "../stores/redis/adapters.ts";
+import { type DenoKvSource, DenoKvStore } from "../stores/deno_kv/deno_kv_store.ts";
 import { parseForms } from "../codec/forms.ts";
 import { parseKeys } from "../codec/encrypted.ts";
-import type { RedisSource } from "../redis_store.ts";
-import { KvIdError } from "../errors.ts";
+import type { RedisSource } from "../stores/redis/redis_store.ts";
+import { KvIdError } from "../contract/errors.ts";
 import { storeFromUrl, storeKind } from "../stores/store_url.ts";
 import type { ServiceOptions } from "./options.ts";
 

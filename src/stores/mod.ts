@@ -118,8 +118,8 @@ export {
   InterleavedStore,
   type InterleavedStoreOptions,
   MAX_MEMBERS,
-} from "./stores/interleaved/interleaved_store.ts";
-export { RedisStore } from "./redis_store.ts";
+} from "./interleaved/interleaved_store.ts";
+export { RedisStore } from "./redis/redis_store.ts";
 export type {
   DurabilityOptions,
   IdRange,
@@ -127,5 +127,5 @@ export type {
   ReserveOptions,
   Store,
   StoreDurability,
-} from "./store_contract.ts";
-export { poolField, stepField } from "./store_contract.ts";
+} from "../contract/store.ts";
+export { poolField, stepField } from "../contract/store.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { KvIdError, type KvIdErrorCode } from "./errors.ts";
+import { KvIdError, type KvIdErrorCode } from "../contract/errors.ts";
 import type {
   DurabilityReport,
   ExpiryDetail,
@@ -25,14 +25,20 @@ import {
   type DurabilityMode,
   durabilityRefusal,
   markServerReadsStale,
-} from "./durability.ts";
-import { checkRedisOption, storeForRedis } from "./redis_option.ts";
+} from "../contract/durability.ts";
+import { checkStoreSource, storeFromSource } from "../contract/store_source.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
-import type { IdRange, Reservation, Store, StoreDurability } from "./store_contract.ts";
-import { toKvIdError } from "./store_errors.ts";
-import { checkCounterName, checkInteger, checkName, checkNumber, describe } from "./validate.ts";
-import { deadlineTimer } from "./deadline_timer.ts";
-import { trackGenerator, untrackGenerator } from "./shutdown.ts";
+import type { IdRange, Reservation, Store, StoreDurability } from "../contract/store.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
+import {
+  checkCounterName,
+  checkInteger,
+  checkName,
+  checkNumber,
+  describe,
+} from "../contract/validate.ts";
+import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { StepSizer } from "./step.ts";
 
 /**
@@ -338,7 +344,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     if (options.clock !== undefined && typeof options.clock !== "function") {
       throw new TypeError(`KvId option clock must be a function, got ${describe(options.clock)}`);
     }
-    checkRedisOption("KvId", options.redis);
+    checkStoreSource("KvId", options.redis);
     checkDurabilityOptions("KvId", options.durability, options.serverSettings);
     if (options.floor !== undefined) {
       if (typeof options.floor !== "function") {
@@ -1080,7 +1086,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
   }
 
   #makeStore(): Store {
-    return storeForRedis(this.#options.redis, {
+    return storeFromSource(this.#options.redis, {
+      who: "KvId",
       key: this.key,
       field: this.name,
       block: this.#options.block,

@@ -7,10 +7,10 @@
  */
 
 import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
-import { deadlineTimer } from "../deadline_timer.ts";
-import { KvIdError } from "../errors.ts";
-import type { Reservation, Store } from "../store_contract.ts";
-import { toKvIdError } from "../store_errors.ts";
+import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { KvIdError } from "../contract/errors.ts";
+import type { Reservation, Store } from "../contract/store.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
 import { escapeLabel } from "./metrics.ts";
 import { readLimited } from "./request.ts";
 import { errorResponse } from "./respond.ts";

@@ -7,6 +7,15 @@
  * @module
  */
 
+/** The largest ID any store reserves: 2^63-1 (a signed 64-bit integer); past it is `overflow`. */
+export const MAX_ID: bigint = (1n << 63n) - 1n;
+
+/**
+ * The name of a `DailyId` day's counter: `yyyymmdd`, eight digits (what
+ * {@linkcode Store.deleteDaysBefore} deletes; every other field is left alone).
+ */
+export const DAY_FIELD: RegExp = /^\d{8}$/;
+
 /**
  * An inclusive range of reserved IDs.
  *

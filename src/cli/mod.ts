@@ -19,7 +19,7 @@
  *
  * ```sh
  * deno install -g -A -n kvid jsr:@kvid/core/cli            # the kvid command, from JSR
- * deno install -g -A -n kvid --config deno.json src/cli.ts  # or from a checkout, in its root
+ * deno install -g -A -n kvid --config deno.json src/cli/mod.ts  # or from a checkout, in its root
  * kvid <command> [--url redis://host:6379] [--key hash] [--json]
  * deno run -A jsr:@kvid/core/cli <command> ...              # without installing it
  * ```
@@ -73,14 +73,14 @@
  * @module
  */
 
-import { fromNodeRedis } from "./adapters.ts";
-import { CliError, EXIT, parse, type Parsed, redact } from "./cli/args.ts";
-import { cleanupFrom, deleteDaysBefore, oldDays } from "./daily_cleanup.ts";
-import { KvIdError } from "./errors.ts";
-import { LAYOUT_FIELD_PREFIX } from "./stores/interleaved/layout.ts";
-import { storeFromUrl, storeKind } from "./stores/store_url.ts";
-import { LUA_BELOW, type RedisClient, RedisStore } from "./redis_store.ts";
-import { LuaScript } from "./lua_script.ts";
+import { fromNodeRedis } from "../stores/redis/adapters.ts";
+import { CliError, EXIT, parse, type Parsed, redact } from "./args.ts";
+import { cleanupFrom, deleteDaysBefore, oldDays } from "../stores/redis/daily_cleanup.ts";
+import { KvIdError } from "../contract/errors.ts";
+import { LAYOUT_FIELD_PREFIX } from "../stores/interleaved/layout.ts";
+import { storeFromUrl, storeKind } from "../stores/store_url.ts";
+import { LUA_BELOW, type RedisClient, RedisStore } from "../stores/redis/redis_store.ts";
+import { LuaScript } from "../stores/redis/lua_script.ts";
 
 export { EXIT };
 
@@ -477,7 +477,7 @@ export async function main(args: string[]): Promise<number> {
   };
   if (args[0] === "encode" || args[0] === "decode") {
     // Public forms: no server; loaded here so the other commands do not load the cipher.
-    const { codecCommand, processIo } = await import("./cli/codec.ts");
+    const { codecCommand, processIo } = await import("./codec.ts");
     try {
       return await codecCommand(args[0], args.slice(1), processIo());
     } catch (err) {

@@ -74,8 +74,8 @@
  * @module
  */
 
-import { KvIdError } from "./errors.ts";
-import { disown, own } from "./shutdown.ts";
+import { KvIdError } from "../../contract/errors.ts";
+import { disown, own } from "../../contract/shutdown.ts";
 import type {
   DurabilityOptions,
   IdRange,
@@ -83,9 +83,9 @@ import type {
   ReserveOptions,
   Store,
   StoreDurability,
-} from "./store_contract.ts";
-import { stepField } from "./store_contract.ts";
-import { checkLayout, LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX } from "./stores/interleaved/layout.ts";
+} from "../../contract/store.ts";
+import { stepField } from "../../contract/store.ts";
+import { checkLayout, LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX } from "../interleaved/layout.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };

@@ -6,7 +6,7 @@
  */
 
 import type { RedisClient } from "./redis_store.ts";
-import { errorMessage } from "./store_errors.ts";
+import { errorMessage } from "../../contract/store_errors.ts";
 
 /**
  * A Lua script: sent whole with `EVAL` on its first use on a client (which also loads it into the

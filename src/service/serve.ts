@@ -54,16 +54,16 @@
  * @module
  */
 
-import { createHandler, type IdService, optionsFromEnv } from "./server.ts";
-import type { EnvConfig } from "./server/env.ts";
-import { exitOnSignals } from "./server/signals.ts";
+import { createHandler, type IdService, optionsFromEnv } from "./mod.ts";
+import type { EnvConfig } from "./env.ts";
+import { exitOnSignals } from "./signals.ts";
 import {
   type ConnectionStats,
   listen,
   type Listener,
   type ListenerLimits,
   type ListenerOptions,
-} from "./server/listener.ts";
+} from "./listener.ts";
 
 export { type ConnectionStats, listen, type Listener, type ListenerLimits, type ListenerOptions };
 

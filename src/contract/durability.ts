@@ -1,0 +1,123 @@
+/**
+ * What a generator accepts from a store's durability, whatever the store: the
+ * {@linkcode DurabilityMode}, the refusal of a store that would lose IDs
+ * ({@linkcode durabilityRefusal}), several servers' reports as one ({@linkcode mergeDurability}),
+ * and the one signal a generator gives every store's cached server reads
+ * ({@linkcode markServerReadsStale}).
+ *
+ * @module
+ */
+
+import { KvIdError } from "./errors.ts";
+import type { StoreDurability } from "./store.ts";
+
+/**
+ * How much loss a generator accepts from its store: `"strict"` refuses a store that can lose a
+ * confirmed reservation (no AOF, a setting the server will not tell); `"best-effort"` serves
+ * from it (a crash can then re-issue IDs). An eviction policy that can evict the counter is
+ * refused under both.
+ *
+ * @example
+ * ```ts
+ * import type { DurabilityMode } from "@kvid/core";
+ * import assert from "node:assert/strict";
+ *
+ * const modes: DurabilityMode[] = ["strict", "best-effort"]; // the default first
+ * assert.ok(modes.includes("best-effort"));
+ * ```
+ */
+export type DurabilityMode = "strict" | "best-effort";
+
+/** Check a `durability` option of `who`. */
+export function checkDurabilityOptions(
+  who: string,
+  mode: unknown,
+  settings: unknown,
+): void {
+  if (mode !== undefined && mode !== "strict" && mode !== "best-effort") {
+    throw new TypeError(
+      `${who} option durability must be "strict" or "best-effort", got ${
+        typeof mode === "string" ? JSON.stringify(mode.slice(0, 40)) : typeof mode
+      }`,
+    );
+  }
+  if (settings === undefined) return;
+  if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
+    throw new TypeError(`${who} option serverSettings must be an object of strings`);
+  }
+  for (const [k, v] of Object.entries(settings)) {
+    if (typeof v !== "string") {
+      throw new TypeError(`${who} option serverSettings.${k} must be a string`);
+    }
+  }
+}
+
+/**
+ * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
+ * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
+ */
+export function durabilityRefusal(
+  d: StoreDurability,
+  mode: DurabilityMode,
+  key: string,
+  field: string,
+): KvIdError | undefined {
+  if (d.problems.length === 0) return undefined;
+  if (d.lossWithoutCrash === true) {
+    return new KvIdError(
+      "config",
+      `the store loses counters in ordinary operation, refused whatever durability says: ${
+        d.problems.join("; ")
+      }`,
+      { key, field },
+    );
+  }
+  if (mode === "best-effort") return undefined;
+  return new KvIdError(
+    "config",
+    `the store can lose reservations, so IDs could be issued twice: ${
+      d.problems.join("; ")
+    }. Fix the server, or accept the loss with durability: "best-effort"`,
+    { key, field },
+  );
+}
+
+let epoch = 0;
+
+/**
+ * Stop sharing every server read made so far: the next read of each client and hash reads the
+ * server again. Called by a generator that marks its read due (a transient failure may hide a
+ * reconnect to a restarted or other server; a rollback says the server lost data; a refusal
+ * may be fixed).
+ */
+export function markServerReadsStale(): void {
+  epoch++;
+}
+
+/** How many times {@linkcode markServerReadsStale} was called: a store's cached read made at an
+ * older count is not shared. */
+export function serverReadsEpoch(): number {
+  return epoch;
+}
+
+/**
+ * The durability of several independent servers as one: durable when every one is, their
+ * settings and problems each named by the server's index.
+ */
+export function mergeDurability(
+  members: readonly (StoreDurability | undefined)[],
+): StoreDurability {
+  const settings: Record<string, string> = {};
+  const problems: string[] = [];
+  let lossWithoutCrash = false;
+  members.forEach((d, i) => {
+    if (d === undefined) {
+      settings[`${i}.probe`] = "not yet (unreachable; probed at its next use)";
+      return;
+    }
+    for (const [k, v] of Object.entries(d.settings)) settings[`${i}.${k}`] = v;
+    for (const p of d.problems) problems.push(`server ${i}: ${p}`);
+    lossWithoutCrash ||= d.lossWithoutCrash === true;
+  });
+  return { durable: problems.length === 0, settings, problems, lossWithoutCrash };
+}

@@ -1,0 +1,81 @@
+/**
+ * The dependency rule of `src/`, checked from the imports themselves (`deno task check` runs
+ * this file; `tests/layout_test.ts` holds it in the suite): the contract depends on nothing, the
+ * engine and `DailyId` see only the contract (a store plugs in through it without the engine
+ * knowing its name), and no store reaches up into the engine, the service or the CLI.
+ *
+ *     deno run --allow-read tools/layout_rule.ts    # exits 1 and names each import that breaks it
+ *
+ * @module
+ */
+
+/** Where a folder of `src/` may import from (prefixes of paths under the repository root). */
+export const LAYOUT_RULES: ReadonlyArray<{ from: string; only: readonly string[] }> = [
+  { from: "src/contract/", only: ["src/contract/"] },
+  { from: "src/engine/", only: ["src/contract/", "src/engine/"] },
+  { from: "src/daily/", only: ["src/contract/", "src/engine/", "src/daily/", "src/codec/"] },
+  {
+    from: "src/stores/",
+    only: ["src/contract/", "src/stores/", "src/daily/calendar.ts", "src/daily/keep_days.ts"],
+  },
+];
+
+/** One import that breaks {@linkcode LAYOUT_RULES}. */
+export interface LayoutViolation {
+  /** The importing file, from the repository root. */
+  file: string;
+  /** The imported file, from the repository root. */
+  imports: string;
+}
+
+const SPECIFIER =
+  /(?:^|\n)\s*(?:import|export)\b[^;]*?\bfrom\s*["'](\.{1,2}\/[^"']+)["']|(?:^|\n)\s*import\s*["'](\.{1,2}\/[^"']+)["']|\bimport\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+
+/** The relative imports of `source` (static, type-only, side-effect and literal dynamic ones). */
+export function relativeImports(source: string): string[] {
+  const found: string[] = [];
+  for (const m of source.matchAll(SPECIFIER)) found.push(m[1] ?? m[2] ?? m[3]);
+  return found;
+}
+
+function resolve(file: string, specifier: string): string {
+  const parts = file.split("/").slice(0, -1);
+  for (const p of specifier.split("/")) {
+    if (p === "..") parts.pop();
+    else if (p !== ".") parts.push(p);
+  }
+  return parts.join("/");
+}
+
+/** Every import under `root` (a repository checkout) that breaks the rule. */
+export async function layoutViolations(root: URL): Promise<LayoutViolation[]> {
+  const violations: LayoutViolation[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for await (const e of Deno.readDir(new URL(dir, root))) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) await walk(path);
+      else if (e.isFile && e.name.endsWith(".ts")) {
+        const rule = LAYOUT_RULES.find((r) => path.startsWith(r.from));
+        if (rule === undefined) continue;
+        const text = await Deno.readTextFile(new URL(path, root));
+        for (const spec of relativeImports(text)) {
+          const target = resolve(path, spec);
+          if (!rule.only.some((p) => target.startsWith(p))) {
+            violations.push({ file: path, imports: target });
+          }
+        }
+      }
+    }
+  };
+  await walk("src");
+  return violations;
+}
+
+if (import.meta.main) {
+  const violations = await layoutViolations(new URL("../", import.meta.url));
+  for (const v of violations) {
+    console.error(`${v.file} imports ${v.imports}: the layout rule forbids it`);
+  }
+  if (violations.length > 0) Deno.exit(1);
+  console.log("layout rule: every import of src/ follows it");
+}
