@@ -107,11 +107,6 @@ const NOT_RUN: { file: string; has: string; why: string }[] = [
     why: "a fragment: two stores, never used",
   },
   { file: "src/stores/mysql/mysql_store.ts", has: "ensureTable()", why: "a fragment" },
-  {
-    file: "src/client/mod.ts",
-    has: "https://ids.example.com",
-    why: "needs a service and its token (HttpStore's own example runs one)",
-  },
 ];
 
 Deno.test("module docs and docs/*.md: every server example runs as written and ends by itself, or says why not", async () => {
