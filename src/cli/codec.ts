@@ -18,7 +18,7 @@ import {
   type RadixCodec,
   suffix,
 } from "../codec/mod.ts";
-import { CliError, EXIT, usage } from "./args.ts";
+import { CliError, EXIT, usage } from "./exit.ts";
 
 /** The environment variable holding the key(s), in hex: `<hex>` or `2:<hex>,1:<hex>`. */
 export const KEY_ENV = "KVID_ID_KEY";
