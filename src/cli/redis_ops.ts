@@ -33,14 +33,20 @@ export interface RedisOps {
 /**
  * The Redis-only commands on `hashes` (the node-redis client) and `client` (its adapter).
  *
- * @example
- * ```ts ignore
- * import { createClient } from "redis";
- * import { fromNodeRedis } from "../stores/redis/adapters.ts";
+ * @example On a stand-in client
+ * ```ts
+ * import { redisOps } from "./redis_ops.ts";
+ * import assert from "node:assert/strict";
  *
- * const nodeRedis = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
- * const ops = redisOps(nodeRedis, fromNodeRedis(nodeRedis));
- * console.log(await ops.hGetAll("kvid"));
+ * const hash: Record<string, string> = { order: "42" };
+ * const hashes = {
+ *   hGet: (_key: string, field: string) => Promise.resolve(hash[field] ?? null),
+ *   hGetAll: () => Promise.resolve(hash),
+ * };
+ * const fail = () => Promise.reject(new Error("not in this example"));
+ * const ops = redisOps(hashes, { hincrby: fail, eval: fail, evalsha: fail });
+ * assert.ok(await ops.hGet("kvid", "order") === "42" && await ops.hGet("kvid", "x") === null);
+ * await assert.rejects(ops.eval("return 1", ["kvid"], []), { name: "KvIdError" });
  * ```
  *
  * @param hashes The node-redis client.

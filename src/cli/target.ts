@@ -27,15 +27,15 @@ export interface OpenedTarget {
  * Open the store `url` names: its driver is loaded here, nothing is connected until
  * {@linkcode OpenedTarget.connect}.
  *
- * @example
- * ```ts ignore
- * const opened = await openTarget("postgres://kvid@127.0.0.1/ids", 5_000);
- * try {
- *   const { store } = await opened.connect();
- *   console.log(await store.now?.());
- * } finally {
- *   await opened.close();
- * }
+ * @example A PostgreSQL URL: the store, connecting on its first use
+ * ```ts
+ * import { openTarget } from "./target.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const opened = await openTarget("postgres://kvid:secret@127.0.0.1:5432/ids", 5_000);
+ * const target = await opened.connect(); // lazy: nothing sent yet
+ * assert.ok(target.scheme === "postgres:" && target.redis === undefined);
+ * await opened.close();
  * ```
  *
  * @param url `--url`, already checked ({@linkcode storeKind}).
