@@ -163,6 +163,13 @@ async function onServer(server: SqlServer): Promise<void> {
       : /^problem: innodb_flush_log_at_trx_commit is 2: .*set innodb_flush_log_at_trx_commit = 1/m,
   );
   assert.match(lossy.stderr, /the server can lose reservations/);
+
+  // A refused login is exit 3 (the server could not be used), without the password.
+  const login = new URL(url);
+  login.password = "not-the-password";
+  const refusedLogin = expect(await kvid(login.href, "next", "order", "--create"), 3);
+  assert.match(refusedLogin.stderr, /refused the login/);
+  assert.ok(!refusedLogin.stderr.includes("not-the-password"), refusedLogin.stderr);
 }
 
 Deno.test("cli on PostgreSQL and MariaDB: next --create, cleanup and durability; Redis-only commands exit 2", async () => {

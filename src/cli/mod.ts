@@ -128,7 +128,7 @@ export async function main(args: string[]): Promise<number> {
       const unreachable = isTransient(err.code) || err.reason === "auth";
       return fail(unreachable ? EXIT.unreachable : EXIT.failed, err.message);
     }
-    return fail(EXIT.failed, `the server refused the command: ${errorText(err)}`);
+    return fail(EXIT.failed, `unexpected error: ${errorText(err)}`);
   }
 }
 

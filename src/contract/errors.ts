@@ -68,7 +68,7 @@ export type KvIdErrorCode =
  * - `"name-too-long"`: a name within the generator's limits that the store cannot key (Deno KV:
  *   2 KiB keys).
  * - `"auth"`: the server refused the credentials, or a command to this user (`NOAUTH`,
- *   `WRONGPASS`, `NOPERM`): a `"config"` error that a client (the CLI) reports as access refused.
+ *   `WRONGPASS`, `NOPERM`; a SQL login): a `"config"` error the CLI reports as exit 3.
  *
  * @example
  * ```ts

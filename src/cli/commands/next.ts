@@ -16,8 +16,9 @@ export const next: Command = {
   what: "Reserve N IDs (default 1) and print them",
   help: `Usage: kvid next <name> [-n N] [--create] [options]
 
-Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> with one HINCRBY and print
-them, one per line; they are never handed out by a generator. A counter that does not exist
+Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> in one atomic step (Redis:
+HINCRBY; SQL: one UPDATE) and print them, one per line; they are never handed out by a
+generator. A counter that does not exist
 is an error (exit 1: a typo would start a new counter at 1) unless --create is given.
 On a store other than Redis (postgres://, mysql://) --create is required: the CLI cannot
 check there that the counter exists. --json prints {"key", "name", "first", "last", "count"}.
