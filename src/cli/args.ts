@@ -47,7 +47,7 @@ export const ANY_STORE: string = [...STORE_COMMANDS.values()].flatMap((c) => c.a
 
 const COMMON_HELP = `Options of every command:
   --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
-                    postgres://, mysql://: ${ANY_STORE} (the others read the Redis hash)
+                    or postgres://, mysql://, which run ${ANY_STORE}
                     Default: $KVID_STORE_URL, $KVID_REDIS_URL, else ${DEFAULT_URL}
   --key <hash>      The hash holding the counters. Default "kvid"
                     (daily, cleanup: "kvid:daily:<name>")
