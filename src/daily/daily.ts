@@ -137,20 +137,28 @@ export interface DailyId<T extends number | bigint | string = number> extends Ev
    * today's serials are used up, `"timeout"`, `"closed"`, ...
    */
   next(): Promise<T>;
-  /** `count` IDs of one day, increasing, with one await and few round trips. */
+  /**
+   * `count` IDs of one day, increasing, with one await and few round trips. Rejects as
+   * {@linkcode DailyId.next} does, and with a RangeError unless `count` is an integer from 0 to
+   * 10,000,000.
+   */
   nextBatch(count: number): Promise<T[]>;
   /**
-   * Take an ID of this generator's shape apart. Throws a RangeError if it does not have
-   * `8 + digits` decimal digits.
+   * Take an ID of this generator's shape apart.
+   *
+   * @throws {RangeError} The ID does not have `8 + digits` decimal digits.
    */
   parse(id: number | bigint | string): DailySerial;
   /**
    * Delete the counters of days more than `keepDays` days old (today is 0 days old, in this
-   * generator's zone) by both this generator's clock and the Redis server's (`TIME`): a clock
-   * running ahead never deletes a day that processes with right clocks still use. `keepDays` is
-   * at least 1, so a process whose clock lags the server's by less than a day never finds its
-   * day gone (which would restart its seq and repeat IDs). Fields that are not `yyyymmdd` dates
-   * are left alone. Resolves to how many fields were deleted.
+   * generator's zone) by both this generator's clock and the store's (Redis `TIME`, the
+   * database's clock of a SQL store; Deno KV has none: this clock alone): a clock running ahead
+   * never deletes a day that processes with right clocks still use. `keepDays` is at least 1,
+   * so a process whose clock lags the server's by less than a day never finds its day gone
+   * (which would restart its seq and repeat IDs). Fields that are not `yyyymmdd` dates are left
+   * alone. Resolves to how many fields were deleted. Rejects with a RangeError for a `keepDays`
+   * out of 1 to 100,000, and with a {@linkcode KvIdError}: `"timeout"` when the store takes
+   * longer than `timeout`, `"config"` without a store that can delete days, the store's failure.
    */
   cleanup(options: { keepDays: number }): Promise<number>;
   /** A snapshot of the generator's state. */
@@ -202,6 +210,9 @@ export interface DailyIdConstructor {
    *
    * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
    * @param options See {@linkcode DailyIdOptions}.
+   * @throws {TypeError} A name that is not a non-empty string, an unknown option, an option of
+   *   the wrong type, `keepDays` with a store that cannot delete days.
+   * @throws {RangeError} A number out of its range, an unknown time zone.
    */
   new (name: string, options: DailyIdOptions & { format: "bigint" }): DailyId<bigint>;
   /**
@@ -209,6 +220,9 @@ export interface DailyIdConstructor {
    *
    * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
    * @param options See {@linkcode DailyIdOptions}.
+   * @throws {TypeError} A name that is not a non-empty string, an unknown option, an option of
+   *   the wrong type, `keepDays` with a store that cannot delete days.
+   * @throws {RangeError} A number out of its range, an unknown time zone.
    */
   new (name: string, options: DailyIdOptions & { format: "string" }): DailyId<string>;
   /**
@@ -216,6 +230,9 @@ export interface DailyIdConstructor {
    *
    * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
    * @param options See {@linkcode DailyIdOptions}.
+   * @throws {TypeError} A name that is not a non-empty string, an unknown option, an option of
+   *   the wrong type, `keepDays` with a store that cannot delete days.
+   * @throws {RangeError} A number out of its range, an unknown time zone.
    */
   new (name: string, options?: DailyIdOptions & { format?: "number" }): DailyId<number>;
   /**
@@ -223,6 +240,9 @@ export interface DailyIdConstructor {
    *
    * @param name The generator's name; its hash is `kvid:daily:<name>` unless `key` is given.
    * @param options See {@linkcode DailyIdOptions}.
+   * @throws {TypeError} A name that is not a non-empty string, an unknown option, an option of
+   *   the wrong type, `keepDays` with a store that cannot delete days.
+   * @throws {RangeError} A number out of its range, an unknown time zone.
    */
   new (name: string, options?: DailyIdOptions): DailyId<number | bigint | string>;
   /** The prototype. */
