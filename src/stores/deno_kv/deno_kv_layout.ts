@@ -38,7 +38,7 @@ export function counterValue(value: unknown, where: { key: string; field: string
     throw new KvIdError(
       "reply",
       "the counter entry does not hold a non-negative integer (a Deno.KvU64)",
-      where,
+      { ...where, reason: "not-a-counter" },
     );
   }
   if (n > MAX_ID) {
