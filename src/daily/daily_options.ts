@@ -96,8 +96,9 @@ export interface DailyIdOptions {
   /**
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
    * in the background whenever this generator starts a day; at least 1. Ages are counted by the
-   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
-   * never deletes a day others still use. Undefined: never.
+   * earlier of this clock and the store's (Redis `TIME`, a SQL database's clock; Deno KV has
+   * none), so a process whose clock runs ahead never deletes a day others still use.
+   * Undefined: never.
    *
    * @default {undefined}
    */
