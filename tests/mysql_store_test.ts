@@ -9,7 +9,12 @@ import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
 import { MySqlStore, type MySqlStoreOptions } from "../src/stores/mysql/mod.ts";
 import { mysqlError } from "../src/stores/mysql/mysql_errors.ts";
-import { runSqlStoreSuite, type SqlHarness, type SqlStore } from "./sql_store_cases.ts";
+import {
+  deadlockVictim,
+  runSqlStoreSuite,
+  type SqlHarness,
+  type SqlStore,
+} from "./sql_store_cases.ts";
 import { type SqlServer, startMariaDb } from "./sql_servers.ts";
 
 type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
@@ -124,21 +129,14 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
         "CREATE TABLE IF NOT EXISTS kvid_locks (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
       );
       await a.query("INSERT IGNORE INTO kvid_locks VALUES (1, 0), (2, 0)");
-      await a.query("START TRANSACTION");
-      await b.query("START TRANSACTION");
-      await a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
-      await b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
-      const results = await Promise.allSettled([
-        a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
-        b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
-      ]);
-      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      assert.ok(failed, "one of the two was chosen as the deadlock victim");
-      const err = mysqlError(failed.reason, "kvid", "order", "kvid_counters");
+      const victim = await deadlockVictim(
+        (q) => a.query(q),
+        (q) => b.query(q),
+        "START TRANSACTION",
+      );
+      const err = mysqlError(victim, "kvid", "order", "kvid_counters");
       assert.equal(err.code, "unavailable", err.message);
       assert.match(err.message, /1213/);
-      await a.query("ROLLBACK");
-      await b.query("ROLLBACK");
     } finally {
       await a.end();
       await b.end();

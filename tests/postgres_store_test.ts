@@ -9,7 +9,12 @@ import pg from "pg";
 import postgres from "postgres";
 import { PostgresStore, type PostgresStoreOptions } from "../src/stores/postgres/mod.ts";
 import { postgresError } from "../src/stores/postgres/postgres_errors.ts";
-import { runSqlStoreSuite, type SqlHarness, type SqlStore } from "./sql_store_cases.ts";
+import {
+  deadlockVictim,
+  runSqlStoreSuite,
+  type SqlHarness,
+  type SqlStore,
+} from "./sql_store_cases.ts";
 import { type SqlServer, startPostgres } from "./sql_servers.ts";
 
 type Driver = "pg" | "postgres.js";
@@ -134,22 +139,10 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
     try {
       await a.query("CREATE TABLE IF NOT EXISTS kvid_locks (id int PRIMARY KEY, v int)");
       await a.query("INSERT INTO kvid_locks VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING");
-      await a.query("BEGIN");
-      await b.query("BEGIN");
-      await a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
-      await b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
-      // Each now waits for the other: the server picks one to fail with 40P01.
-      const results = await Promise.allSettled([
-        a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
-        b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
-      ]);
-      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      assert.ok(failed, "one of the two was chosen as the deadlock victim");
-      const err = postgresError(failed.reason, "kvid", "order", "kvid_counters");
+      const victim = await deadlockVictim((q) => a.query(q), (q) => b.query(q), "BEGIN");
+      const err = postgresError(victim, "kvid", "order", "kvid_counters");
       assert.equal(err.code, "unavailable", err.message);
       assert.match(err.message, /40P01/);
-      await a.query("ROLLBACK");
-      await b.query("ROLLBACK");
       // Serializable transactions that read what the other writes: one fails with 40001.
       await a.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
       await b.query("BEGIN ISOLATION LEVEL SERIALIZABLE");

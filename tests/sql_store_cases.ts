@@ -127,6 +127,32 @@ export async function runSqlStoreSuite<D extends string>(
   });
 }
 
+/**
+ * Two connections (`a`, `b`: run one statement each) lock the rows 1 and 2 of `kvid_locks`
+ * (made by the caller) in opposite orders, each in a transaction opened with `begin`: the error
+ * of the one the server picks as the deadlock victim. Both are rolled back after.
+ */
+export async function deadlockVictim(
+  a: (sql: string) => Promise<unknown>,
+  b: (sql: string) => Promise<unknown>,
+  begin: string,
+): Promise<unknown> {
+  await a(begin);
+  await b(begin);
+  await a("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
+  await b("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
+  // Each now waits for the other: the server picks one to fail.
+  const results = await Promise.allSettled([
+    a("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
+    b("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
+  ]);
+  const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+  assert.ok(failed, "one of the two was chosen as the deadlock victim");
+  await a("ROLLBACK");
+  await b("ROLLBACK");
+  return failed.reason;
+}
+
 /** Run every case as a step of `t` over a harness `open()` makes for each. */
 export async function runSqlStoreCases(
   t: Deno.TestContext,
