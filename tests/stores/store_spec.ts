@@ -464,6 +464,19 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
       if (subject.durable !== undefined) {
         assert.equal(d.durable, subject.durable, d.problems.join("; "));
       }
+      // Stated settings (a generator's serverSettings) stand in only for what the server would
+      // not tell: what it tells wins.
+      const stated = Object.fromEntries(Object.keys(d.settings).map((k) => [k, "stated-by-spec"]));
+      const again = await store.durability!(key, {
+        field: fresh("durability"),
+        mode: "strict",
+        replicas: 0,
+        stated,
+      });
+      for (const [name, value] of Object.entries(d.settings)) {
+        if (value !== "unknown") assert.equal(again.settings[name], value, `${name}: the server's`);
+      }
+      assert.equal(again.durable, d.durable);
     },
   });
 
