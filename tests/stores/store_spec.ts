@@ -216,6 +216,34 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
+  await t.step({
+    name: store.giveBack && contiguous
+      ? "giveBack: the top lowers the counter (compare-and-set), the rest is pooled, reserved first above the floor"
+      : "giveBack (ignored: this store keeps no pool of given-back ranges)",
+    ignore: !(store.giveBack && contiguous),
+    fn: async () => {
+      const field = fresh("give-back");
+      const pool = { ...PLAIN, pool: true };
+      await store.reserve(key, field, 20, PLAIN); // 1..20, of which 1..4 and 9..14 used
+      const two = [{ first: 5n, last: 8n }, { first: 15n, last: 20n }];
+      assert.equal(await store.giveBack!(key, field, two), 2);
+      const from = async (count: number, options: ReserveOptions) =>
+        (await store.reserve(key, field, count, options)).ranges;
+      assert.deepEqual(await from(3, pool), [{ first: 5n, last: 7n }], "the pool first");
+      assert.deepEqual(
+        await from(3, { ...pool, floor: 8n, raiseTo: 8n }),
+        [{ first: 15n, last: 17n }],
+        "a pooled ID at or below the floor is never taken: the counter, lowered to 14",
+      );
+      assert.deepEqual(await from(1, pool), [{ first: 8n, last: 8n }]);
+      assert.deepEqual(await from(3, PLAIN), [{ first: 18n, last: 20n }], "the pool is empty");
+      // Another process reserved 18..20 since 15..17: its tail goes to the pool, not the counter.
+      assert.equal(await store.giveBack!(key, field, [{ first: 16n, last: 17n }]), 1);
+      assert.deepEqual(await from(1, PLAIN), [{ first: 21n, last: 21n }], "the counter stayed");
+      assert.deepEqual(await from(2, pool), [{ first: 16n, last: 17n }]);
+    },
+  });
+
   const { loadStep, saveStep } = store;
   await t.step({
     name: loadStep && saveStep
