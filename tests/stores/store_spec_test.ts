@@ -120,10 +120,6 @@ Deno.test("store spec: DenoKvStore on a file", async (t) => {
         layout: true,
         corrupt: async (key, field) => void await kv.set(store.kvKey(key, field), "x1"),
         durable: true,
-        knownBugs: {
-          memberDays:
-            "DenoKvStore.deleteDaysBefore deletes an interleaved member's counter named like a day (its layout entry stays)",
-        },
       });
     } finally {
       kv.close();
