@@ -574,7 +574,7 @@ export class DenoKvStore implements Store, Disposable {
       return new KvIdError(
         "config",
         "the KV key is too large (Deno KV keys are at most 2 KiB): use a shorter name, key or prefix",
-        where,
+        { ...where, reason: "name-too-long" },
       );
     }
     return new KvIdError("connection", `Deno KV failed: ${message}`, where);
