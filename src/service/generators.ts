@@ -69,20 +69,39 @@ export interface GeneratorsOptions {
 
 /**
  * A generator's options that the service's configuration may set per name: the step bounds of
- * both kinds, and the sequence digits and time zone of `/v1/daily`.
+ * both kinds, and the sequence digits and time zone of `/v1/daily`. One left out is the
+ * engine's default (`KvId`'s and `DailyId`'s own).
  */
 export interface NameOptions {
-  /** `minStep` of the name's generators. */
+  /**
+   * `minStep` of the name's generators.
+   * @default {undefined}
+   */
   minStep?: number;
-  /** `maxStep`. */
+  /**
+   * `maxStep`.
+   * @default {undefined}
+   */
   maxStep?: number;
-  /** `initialStep` (`/v1/ids` only). */
+  /**
+   * `initialStep` (`/v1/ids` only).
+   * @default {undefined}
+   */
   initialStep?: number;
-  /** `segmentDuration` (ms). */
+  /**
+   * `segmentDuration` (ms).
+   * @default {undefined}
+   */
   segmentDuration?: number;
-  /** `/v1/daily` only: the digits of the per-day sequence (default 6). */
+  /**
+   * `/v1/daily` only: the digits of the per-day sequence.
+   * @default {6}
+   */
   digits?: number;
-  /** `/v1/daily` only: the time zone of the name's days (default the service's). */
+  /**
+   * `/v1/daily` only: the time zone of the name's days.
+   * @default {the service's timeZone}
+   */
   timeZone?: string;
 }
 

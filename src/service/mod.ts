@@ -179,11 +179,11 @@
  * @module
  */
 
-import "./env.ts"; // first: it installs the resolver of the `redis` option (see env.ts)
 import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
 import { scopeOf, Sessions } from "./auth.ts";
 import { serviceConfig } from "./config.ts";
+// env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
 import { Generators, type NameOptions } from "./generators.ts";
 import { idsEndpoint, MAX_COUNT } from "./ids_endpoint.ts";
