@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { DailyIdFormat } from "../daily/daily_options.ts";
+/** What a `DailyId` hands out (the same union as its `format` option): the codec names no generator. */
+type DailyIdFormat = "number" | "bigint" | "string";
 import { prefix } from "./affix.ts";
 import { asBigInt, asNumber, type Codec, offset } from "./codec.ts";
 import { decimal } from "./radix.ts";
