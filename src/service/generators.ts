@@ -116,6 +116,7 @@ export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
 ];
 
 type Generator = {
+  next(): Promise<number | bigint | string>;
   nextBatch(count: number): Promise<(number | bigint | string)[]>;
   close(): Promise<void>;
   addEventListener(type: string, listener: () => void): void;

@@ -17,11 +17,8 @@ import { errorResponse, unavailable, worthRetry } from "./respond.ts";
 /** Most IDs one request may ask for. */
 export const MAX_COUNT = 10_000;
 
-const TEXT_TYPE = "text/plain; charset=utf-8";
 const JSON_TYPE = "application/json; charset=utf-8";
 const ID_METHODS = "GET, POST";
-/** A query that is `count=<digits>` and nothing else: what URLSearchParams would read too. */
-const SIMPLE_COUNT = /^count=[0-9]{1,6}$/;
 
 /** What {@linkcode idsEndpoint} answers from. */
 export interface IdsEndpointOptions {
@@ -32,13 +29,16 @@ export interface IdsEndpointOptions {
   log: (line: string) => void;
 }
 
-/** Answers one IDs request: `rest` is the path after `/v1/ids/` or `/v1/daily/`. */
+/**
+ * Answers one IDs request: `rest` is the path after `/v1/ids/` or `/v1/daily/`. A refusal is
+ * answered at once, IDs through a promise.
+ */
 export type IdsEndpoint = (
   req: Request,
   query: string,
   kind: Kind,
   rest: string,
-) => Promise<Response>;
+) => Response | Promise<Response>;
 
 /** The IDs endpoint of one service. */
 export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
@@ -81,7 +81,8 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     );
   }
 
-  return async (req, query, kind, rest) => {
+  // Not async: each async layer between fetch() and the ID costs a promise and microtask turns.
+  return (req, query, kind, rest) => {
     if (req.method !== "GET" && req.method !== "POST") {
       return errorResponse(405, "method_not_allowed", `use ${ID_METHODS}`, { allow: ID_METHODS });
     }
@@ -94,23 +95,25 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
     let count = 1;
-    // `count=<digits>` alone is read by hand (URLSearchParams costs ~1 µs); any other query
-    // goes through it.
-    const counts = query === ""
-      ? []
-      : SIMPLE_COUNT.test(query)
-      ? [query.slice(6)]
-      : new URLSearchParams(query).getAll("count");
-    if (counts.length > 0) {
-      count = counts.length === 1 && /^[0-9]{1,6}$/.test(counts[0]) ? Number(counts[0]) : 0;
+    if (query !== "") {
+      // `count=<digits>` alone is read by hand (URLSearchParams costs ~1 µs); any other query
+      // goes through it.
+      count = simpleCount(query);
+      if (count < 0) {
+        const counts = new URLSearchParams(query).getAll("count");
+        count = counts.length === 0
+          ? 1
+          : counts.length === 1 && /^[0-9]{1,6}$/.test(counts[0])
+          ? Number(counts[0])
+          : 0;
+      }
       if (!(count >= 1 && count <= MAX_COUNT)) {
         return errorResponse(400, "bad_count", `count must be an integer from 1 to ${MAX_COUNT}`);
       }
     }
-    const now = Date.now();
     let entry: Entry | undefined;
     try {
-      entry = generators.get(kind, name, now);
+      entry = generators.get(kind, name, Date.now());
     } catch (err) {
       const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
       return errorResponse(400, "bad_name", `bad name: ${why}`);
@@ -123,21 +126,35 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
         { "retry-after": "10" },
       );
     }
-    entry.pending++;
-    let list: (number | bigint | string)[];
-    try {
-      list = await entry.gen.nextBatch(count);
-    } catch (err) {
-      return failure(err, entry);
-    } finally {
-      entry.pending--;
+    const e = entry;
+    e.pending++;
+    const failed = (err: unknown) => {
+      e.pending--;
+      return failure(err, e);
+    };
+    // One ID through next(): no array, no count check (~0.25 µs less than nextBatch(1)).
+    if (count === 1) {
+      return e.gen.next().then((id) => {
+        e.pending--;
+        return answer(req, e, [id]);
+      }, failed);
     }
+    return e.gen.nextBatch(count).then((list) => {
+      e.pending--;
+      return answer(req, e, list);
+    }, failed);
+  };
+
+  /** The answer of a request that got its IDs. */
+  function answer(req: Request, entry: Entry, list: (number | bigint | string)[]): Response {
+    const count = list.length;
     entry.issued += count;
     const done = Date.now();
     entry.rates.add(count, done);
     generators.rates.add(count, done);
     const json = (req.headers.get("accept") ?? "").includes("application/json");
-    const codec = kind === "ids" ? codecs?.get(name) : undefined;
+    const name = entry.name;
+    const codec = entry.kind === "ids" ? codecs?.get(name) : undefined;
     let encoded: string[] | undefined;
     try {
       // A codec is handed bigints, as before the generator served numbers below 2^53.
@@ -156,10 +173,25 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     } else {
       body = idLines(list);
     }
-    // Headers set one by one: several times faster than a headers init in Deno 2.
+    // A string body is `text/plain;charset=UTF-8` by the Fetch standard: only JSON sets its
+    // type. Headers set one by one (~0.6 µs each in Deno 2.9, a headers init several times
+    // more).
     const res = new Response(body);
-    res.headers.set("content-type", json ? JSON_TYPE : TEXT_TYPE);
+    if (json) res.headers.set("content-type", JSON_TYPE);
     res.headers.set("cache-control", "no-store");
     return res;
-  };
+  }
+}
+
+/** The count of a query that is `count=<1 to 6 digits>` and nothing else, else -1. */
+function simpleCount(query: string): number {
+  const n = query.length - 6;
+  if (n < 1 || n > 6 || !query.startsWith("count=")) return -1;
+  let count = 0;
+  for (let i = 6; i < query.length; i++) {
+    const d = query.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    count = count * 10 + d;
+  }
+  return count;
 }

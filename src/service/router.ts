@@ -39,7 +39,8 @@ export function router(routes: Routes): (req: Request) => Response | Promise<Res
   const { basePath, ids, segments, probes, page } = routes;
   let openApiText: string | undefined;
   return (req) => {
-    if (req.url.length > MAX_URL_LENGTH) {
+    const raw = req.url; // a getter: read once
+    if (raw.length > MAX_URL_LENGTH) {
       return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
     }
     const length = req.headers.get("content-length");
@@ -48,7 +49,6 @@ export function router(routes: Routes): (req: Request) => Response | Promise<Res
     }
     // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
     // ID does, and would resolve dot segments of a name.
-    const raw = req.url;
     const start = raw.indexOf("/", raw.indexOf("//") + 2);
     let end = raw.indexOf("#", start);
     if (end < 0) end = raw.length;
