@@ -178,7 +178,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     // more).
     const res = new Response(body);
     if (json) res.headers.set("content-type", JSON_TYPE);
-    res.headers.set("cache-control", "no-store");
+    res.headers.append("cache-control", "no-store"); // none yet: append skips the search
     return res;
   }
 }
