@@ -428,33 +428,33 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/batch-recheck",
     what: "nextBatch re-reads the day after waiting",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from:
-      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (count > 0",
+      "      if (gen !== this.#gen || this.#today.endedWhileWaiting(now, this.#clock)) {\n        continue;\n      }\n      if (count > 0",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (count > 0",
     tests: [EVIDENCE, DAILY],
   },
   {
     id: "daily/next-recheck",
     what: "next() re-reads the day after waiting",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from:
-      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
+      "      if (gen !== this.#gen || this.#today.endedWhileWaiting(now, this.#clock)) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
     tests: [DAILY],
   },
   {
     id: "daily/day-end",
     what: "the day ends at the next midnight (off by a day: the call spins)",
-    file: "src/daily/daily.ts",
-    from: "    this.#end = this.#zone.endOf(day, now);",
-    to: "    this.#end = this.#zone.endOf(day, now) - 86_400_000;",
+    file: "src/daily/day_switch.ts",
+    from: "    this.end = this.#zone.endOf(day, now);",
+    to: "    this.end = this.#zone.endOf(day, now) - 86_400_000;",
     tests: [DAILY],
   },
   {
     id: "daily/never-back",
     what: "a clock going back never dates IDs on an earlier day",
-    file: "src/daily/daily.ts",
+    file: "src/daily/day_switch.ts",
     from: "if (current !== undefined && day.ymd <= current.ymd) {",
     to: "if (false) {",
     tests: [DAILY, "tests/faults/clock_test.ts"],
@@ -462,7 +462,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/overflow",
     what: "seq past 10^digits - 1 is an overflow error",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from: "      if (seq > this.#maxSeq) {",
     to: "      if (false) {",
     tests: [DAILY],
@@ -470,7 +470,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-earlier-clock",
     what: "cleanup dates by the earlier of the caller's and the server's clock",
-    file: "src/stores/redis/daily_cleanup.ts",
+    file: "src/daily/day_cleanup.ts",
     from: "keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays)",
     to: "keepFrom(today, keepDays)",
     tests: [DAILY],
@@ -478,7 +478,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-keep-days",
     what: "cleanup keeps keepDays days before today",
-    file: "src/stores/redis/daily_cleanup.ts",
+    file: "src/daily/keep_days.ts",
     from: "return addDays(today, -keepDays);",
     to: "return addDays(today, -keepDays + 1);",
     tests: [DAILY],
