@@ -388,9 +388,20 @@ export class DenoKvStore implements Store, Disposable {
     const prefix = [...this.#prefix, key];
     let deleted = 0;
     try {
+      // A counter of interleaved servers named like a day (its layout entry is there too) is a
+      // KvId's, not a day's: deleting it would restart that member at cycle 0 under its layout.
+      const owned = new Set<string>();
+      const old: Deno.KvEntry<unknown>[] = [];
       for await (const entry of kv.list({ prefix })) {
+        const part = entry.key[prefix.length];
+        if (entry.key.length === prefix.length + 1 && typeof part === "string") {
+          if (part.startsWith(LAYOUT_PREFIX)) owned.add(part.slice(LAYOUT_PREFIX.length));
+        }
         const day = dayOf(entry.key, prefix.length);
-        if (day === undefined || day >= before) continue;
+        if (day !== undefined && day < before) old.push(entry);
+      }
+      for (const entry of old) {
+        if (owned.has(entry.key[prefix.length] as string)) continue;
         // Only if unchanged since listed: a counter written meanwhile is in use, left alone.
         const done = await kv.atomic().check(entry).delete(entry.key).commit();
         if (done.ok) deleted++;
