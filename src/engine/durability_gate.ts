@@ -5,13 +5,13 @@
  * @module
  */
 
-import {
-  type DurabilityMode,
-  durabilityRefusal,
-  markServerReadsStale,
-} from "../contract/durability.ts";
+import { durabilityRefusal, markServerReadsStale } from "../contract/durability.ts";
 import type { Store, StoreDurability } from "../contract/store.ts";
 import type { DurabilityReport } from "./kvid_options.ts";
+import type { KvIdSettings } from "./settings.ts";
+
+/** What the gate reads of the generator's settings. */
+export type GateSettings = Pick<KvIdSettings, "durability" | "replicas" | "serverSettings" | "key">;
 
 /** A read of the store's durability going on beside a reservation. */
 export interface DurabilityRead {
@@ -35,7 +35,8 @@ export interface DurabilityRead {
  * import type { Store } from "../contract/store.ts";
  * import assert from "node:assert/strict";
  *
- * const gate = new DurabilityGate({ mode: "strict", replicas: 0, stated: {}, key: "kvid", field: "order" });
+ * const settings = { durability: "strict", replicas: 0, serverSettings: {}, key: "kvid" } as const;
+ * const gate = new DurabilityGate(settings, "order");
  * const store: Store = { reserve: () => Promise.reject(new Error("not called")) };
  * await gate.check(store);
  * assert.ok(gate.report().durable === undefined);
@@ -47,28 +48,17 @@ export class DurabilityGate {
   #read: StoreDurability | undefined;
   // The last read was accepted: a re-read may then go beside the reservation.
   #accepted = false;
-  readonly #mode: DurabilityMode;
-  readonly #replicas: number;
-  readonly #stated: Readonly<Record<string, string>>;
-  readonly #key: string;
+  readonly #s: GateSettings;
   readonly #field: string;
 
   /**
-   * @param options The generator's `durability` (`mode`), `replicas` and `serverSettings`
-   *   (`stated`) options, and its counter.
+   * @param settings The generator's `durability`, `replicas` and `serverSettings` options and
+   *   its hash (held, not copied: an idle generator is measured in bytes).
+   * @param field The counter.
    */
-  constructor(options: {
-    mode: DurabilityMode;
-    replicas: number;
-    stated: Readonly<Record<string, string>>;
-    key: string;
-    field: string;
-  }) {
-    this.#mode = options.mode;
-    this.#replicas = options.replicas;
-    this.#stated = options.stated;
-    this.#key = options.key;
-    this.#field = options.field;
+  constructor(settings: GateSettings, field: string) {
+    this.#s = settings;
+    this.#field = field;
   }
 
   /**
@@ -106,16 +96,17 @@ export class DurabilityGate {
       this.#accepted = true;
       return;
     }
-    const d = await store.durability(this.#key, {
+    const s = this.#s;
+    const d = await store.durability(s.key, {
       field: this.#field,
-      mode: this.#mode,
-      replicas: this.#replicas,
-      stated: this.#stated,
+      mode: s.durability,
+      replicas: s.replicas,
+      stated: s.serverSettings,
       // The first read may be another generator's on the same client (see DurabilityOptions).
       reuse: this.#read === undefined,
     });
     this.#read = d;
-    const refusal = durabilityRefusal(d, this.#mode, this.#key, this.#field);
+    const refusal = durabilityRefusal(d, s.durability, s.key, this.#field);
     this.#accepted = refusal === undefined;
     if (refusal !== undefined) {
       markServerReadsStale(); // a fixed server is read again by the next generator too
@@ -132,7 +123,7 @@ export class DurabilityGate {
 
   /** `"best-effort"`, and the store said (one of) its server(s) keeps no AOF. */
   acceptedNoAof(): boolean {
-    if (this.#mode !== "best-effort") return false;
+    if (this.#s.durability !== "best-effort") return false;
     const settings = this.#read?.settings ?? {};
     return Object.entries(settings).some(([k, v]) =>
       (k === "appendonly" || k.endsWith(".appendonly")) && v === "no"
@@ -143,7 +134,7 @@ export class DurabilityGate {
   report(): DurabilityReport {
     const d = this.#read;
     return {
-      mode: this.#mode,
+      mode: this.#s.durability,
       durable: d?.durable,
       problems: d === undefined ? [] : [...d.problems],
       settings: d === undefined ? {} : { ...d.settings },

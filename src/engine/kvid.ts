@@ -18,7 +18,7 @@ import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
 import { resolveOptions } from "./settings.ts";
-import { WaitQueue } from "./wait_queue.ts";
+import { EXPIRED, FILL, TAKE, TIMED_OUT, WaitQueue, type WaitQueueOwner } from "./wait_queue.ts";
 
 /**
  * A segment-mode ID generator for one counter (a field of a Redis hash). Construct it at module
@@ -167,7 +167,8 @@ export const NUMBERS_WHILE_SAFE: unique symbol = Symbol("kvid.numbersWhileSafe")
 let NumberKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<number>;
 let BigIntKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<bigint>;
 
-class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T> {
+class KvIdImpl<T extends number | bigint> extends EventTarget
+  implements KvId<T>, WaitQueueOwner<T> {
   readonly name: string;
   readonly key: string;
   readonly #bigint: boolean;
@@ -214,16 +215,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       key: s.key,
       field: name,
     });
-    this.#queue = new WaitQueue<T>(s.timeout, {
-      take: () => this.#takeOne(),
-      fill: (ids, from, count) => this.#fill(ids, from, count),
-      expiredError: () => this.#timeoutError(),
-      // A call waited its whole timeout while reservations failed: the store is known down.
-      expired: (now) => {
-        if (this.#outage.lastError !== undefined) this.#markDown(now);
-      },
-    });
-    this.#reserver = new Reserver(name, s, this.#buf, this, () => this.#queue.demand);
+    this.#queue = new WaitQueue<T>(s.timeout, this);
+    this.#reserver = new Reserver(name, s, this.#buf, this, this.#queue);
     trackGenerator(this);
   }
 
@@ -398,6 +391,27 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     const b = this.#buf;
     if (b.used >= b.size && !b.advance()) return undefined;
     return this.#idAt(b.used++);
+  }
+
+  // The wait queue's view of the generator (see WaitQueueOwner): no closures per generator.
+  /** Take one buffered ID (the wait queue serves calls with it). */
+  [TAKE](): T | undefined {
+    return this.#takeOne();
+  }
+
+  /** Copy buffered IDs into a waiting batch. */
+  [FILL](ids: T[], from: number, count: number): number {
+    return this.#fill(ids, from, count);
+  }
+
+  /** The error of a call past its deadline. */
+  [TIMED_OUT](): KvIdError {
+    return this.#timeoutError();
+  }
+
+  /** A call waited its whole timeout while reservations failed: the store is known down. */
+  [EXPIRED](now: number): void {
+    if (this.#outage.lastError !== undefined) this.#markDown(now);
   }
 
   /** Queue a call for `need` IDs (of which `got` are already in `ids`) until served. */

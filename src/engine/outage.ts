@@ -66,7 +66,8 @@ export class Outage {
   lastError: KvIdError | undefined;
   readonly #failFast: boolean;
   readonly #timeout: number;
-  readonly #where: { key: string; field: string };
+  readonly #key: string;
+  readonly #field: string;
 
   /**
    * @param options `failFast`: whether the store can be known down. `timeout`: the generator's,
@@ -75,7 +76,8 @@ export class Outage {
   constructor(options: { failFast: boolean; timeout: number; key: string; field: string }) {
     this.#failFast = options.failFast;
     this.#timeout = options.timeout;
-    this.#where = { key: options.key, field: options.field };
+    this.#key = options.key;
+    this.#field = options.field;
   }
 
   /** `ok`, `failing` or `down`. */
@@ -148,7 +150,7 @@ export class Outage {
     return new KvIdError(
       "unavailable",
       `the store is down (no reservation succeeded for ${since} ms): failing fast while a probe retries`,
-      { ...this.#where, cause: this.lastError },
+      { key: this.#key, field: this.#field, cause: this.lastError },
     );
   }
 }

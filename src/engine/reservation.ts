@@ -60,7 +60,7 @@ const LATE: ReservationOutcome = Object.freeze({ kind: "late" });
  *   },
  * };
  * const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
- * const reserver = new Reserver("order", resolveOptions("order", { store, minStep: 10 }), buf, new EventTarget(), () => 0);
+ * const reserver = new Reserver("order", resolveOptions("order", { store, minStep: 10 }), buf, new EventTarget(), { demand: 0 });
  * assert.ok((await reserver.reserve(1)).kind === "served" && buf.remaining === 10);
  * ```
  */
@@ -84,7 +84,7 @@ export class Reserver {
   readonly #s: KvIdSettings;
   readonly #buf: SegmentBuffer;
   readonly #events: EventTarget;
-  readonly #demand: () => number;
+  readonly #waiting: { readonly demand: number };
   readonly #gate: DurabilityGate;
   readonly #memory: StepMemory;
   readonly #floor: UserFloor;
@@ -95,39 +95,26 @@ export class Reserver {
    * @param settings The generator's settings.
    * @param buf The generator's segment buffer, which reservations fill.
    * @param events Where `"rollback"` and `"expiry"` are dispatched (the generator).
-   * @param demand IDs the waiting calls still need, now.
+   * @param waiting The waiting calls: `demand`, the IDs they still need.
    */
   constructor(
     name: string,
     settings: KvIdSettings,
     buf: SegmentBuffer,
     events: EventTarget,
-    demand: () => number,
+    waiting: { readonly demand: number },
   ) {
     const s = settings;
     this.#name = name;
     this.#s = s;
     this.#buf = buf;
     this.#events = events;
-    this.#demand = demand;
+    this.#waiting = waiting;
     this.#store = s.store;
     this.sizer = new StepSizer(s.minStep, s.maxStep, s.segmentDuration, s.stepRule, s.initialStep);
-    this.#gate = new DurabilityGate({
-      mode: s.durability,
-      replicas: s.replicas,
-      stated: s.serverSettings,
-      key: s.key,
-      field: name,
-    });
-    this.#memory = new StepMemory(this.sizer, {
-      minStep: s.minStep,
-      maxStep: s.maxStep,
-      use: s.rememberStep,
-      loaded: s.initialStepGiven,
-      key: s.key,
-      field: name,
-    });
-    this.#floor = new UserFloor(s.floor, s.key, name);
+    this.#gate = new DurabilityGate(s, name);
+    this.#memory = new StepMemory(this.sizer, s, name);
+    this.#floor = s.floor === undefined ? UserFloor.NONE : new UserFloor(s.floor, s.key, name);
   }
 
   /** What the store said of its durability when last read. */
@@ -333,7 +320,7 @@ export class Reserver {
       const after = this.#s.clock();
       if (Number.isFinite(after)) now = after;
     } catch { /* said by the next reservation's reading */ }
-    const taken = this.#accepted - this.#buf.remaining + this.#demand();
+    const taken = this.#accepted - this.#buf.remaining + this.#waiting.demand;
     this.sizer.reserved(now, taken, Math.max(0, now - before));
     const lead = this.#lead.reserved(now, taken, trip);
     this.#refuseHostile(reply);

@@ -48,6 +48,8 @@ const OPTION_NAMES = new Set([
 ]);
 const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
 const MAX_REPLICAS = 1_000;
+/** The default clock, one function for every generator. */
+const now = () => performance.now();
 
 /**
  * Every option of a generator, checked, with its default filled in.
@@ -216,7 +218,7 @@ export function resolveOptions(name: string, options: KvIdOptions): KvIdSettings
     replicas,
     waitAof: options.waitAof ?? d.waitAof,
     stepRule,
-    clock: options.clock ?? (() => performance.now()),
+    clock: options.clock ?? now,
     durability: options.durability ?? d.durability,
     serverSettings: options.serverSettings ?? d.serverSettings,
     floor: options.floor,

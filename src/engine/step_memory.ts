@@ -8,6 +8,13 @@
 import type { Store } from "../contract/store.ts";
 import { withDeadline } from "../contract/deadline_timer.ts";
 import type { StepSizer } from "./step.ts";
+import type { KvIdSettings } from "./settings.ts";
+
+/** What the step's memory reads of the generator's settings. */
+export type MemorySettings = Pick<
+  KvIdSettings,
+  "minStep" | "maxStep" | "rememberStep" | "initialStepGiven" | "key"
+>;
 
 /**
  * How often, at most, a changed step is written next to the counter. The first write is that
@@ -29,7 +36,8 @@ const STEP_SAVE_MS = 10_000;
  * import assert from "node:assert/strict";
  *
  * const sizer = new StepSizer(1, 1_000, 600_000, "doubling");
- * const memory = new StepMemory(sizer, { minStep: 1, maxStep: 1_000, use: true, key: "kvid", field: "order" });
+ * const settings = { minStep: 1, maxStep: 1_000, rememberStep: true, initialStepGiven: false, key: "kvid" };
+ * const memory = new StepMemory(sizer, settings, "order");
  * memory.found(4_096); // a remembered step above maxStep
  * assert.ok(sizer.step === 1_000);
  * ```
@@ -40,35 +48,20 @@ export class StepMemory {
   #saved = 0;
   #savedAt = -Infinity;
   readonly #sizer: StepSizer;
-  readonly #min: number;
-  readonly #max: number;
-  readonly #use: boolean;
-  readonly #key: string;
+  readonly #s: MemorySettings;
   readonly #field: string;
 
   /**
    * @param sizer The generator's step.
-   * @param options `use`: the `rememberStep` option; `loaded`: nothing to look up (an
-   *   `initialStep` given); the step's bounds and the counter.
+   * @param settings The generator's `minStep`, `maxStep`, `rememberStep` and whether an
+   *   `initialStep` was given (then nothing is looked up), and its hash (held, not copied).
+   * @param field The counter.
    */
-  constructor(
-    sizer: StepSizer,
-    options: {
-      minStep: number;
-      maxStep: number;
-      use: boolean;
-      loaded?: boolean;
-      key: string;
-      field: string;
-    },
-  ) {
+  constructor(sizer: StepSizer, settings: MemorySettings, field: string) {
     this.#sizer = sizer;
-    this.#min = options.minStep;
-    this.#max = options.maxStep;
-    this.#use = options.use;
-    this.loaded = !options.use || options.loaded === true;
-    this.#key = options.key;
-    this.#field = options.field;
+    this.#s = settings;
+    this.#field = field;
+    this.loaded = !settings.rememberStep || settings.initialStepGiven;
   }
 
   /**
@@ -79,7 +72,7 @@ export class StepMemory {
     this.loaded = true;
     if (store.loadStep === undefined) return undefined;
     try {
-      return await withDeadline(store.loadStep(this.#key, this.#field), ms, () => undefined);
+      return await withDeadline(store.loadStep(this.#s.key, this.#field), ms, () => undefined);
     } catch {
       return undefined; // no remembered step: start at minStep
     }
@@ -87,14 +80,14 @@ export class StepMemory {
 
   /** A remembered step was found: start from it, within `minStep`..`maxStep`. */
   found(step: number): void {
-    this.#sizer.step = Math.min(Math.max(step, this.#min), this.#max);
+    this.#sizer.step = Math.min(Math.max(step, this.#s.minStep), this.#s.maxStep);
     this.#saved = step;
   }
 
   /** The step differs from the remembered one (a counter that never left minStep has none). */
   changed(): boolean {
     const step = this.#sizer.step;
-    return step !== this.#saved && (step > this.#min || this.#saved > 0);
+    return step !== this.#saved && (step > this.#s.minStep || this.#saved > 0);
   }
 
   /**
@@ -114,10 +107,10 @@ export class StepMemory {
   /** Write the current step next to the counter; best effort. */
   async save(store: Store | undefined): Promise<void> {
     const step = this.#sizer.step;
-    if (store?.saveStep === undefined || !this.#use) return;
+    if (store?.saveStep === undefined || !this.#s.rememberStep) return;
     this.#saved = step;
     try {
-      await store.saveStep(this.#key, this.#field, step);
+      await store.saveStep(this.#s.key, this.#field, step);
     } catch {
       // Best effort: the next change tries again.
     }

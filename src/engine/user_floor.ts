@@ -10,7 +10,8 @@ import { MAX_ID } from "../contract/store.ts";
 import { describe } from "../contract/validate.ts";
 
 /**
- * One generator's reading of its `floor` option. Without the option it is 0 and never due.
+ * One generator's reading of its `floor` option. Without the option it is 0 and never due
+ * ({@linkcode UserFloor.NONE}).
  *
  * @example
  * ```ts
@@ -23,8 +24,13 @@ import { describe } from "../contract/validate.ts";
  * ```
  */
 export class UserFloor {
+  /**
+   * Without the option: never due, 0, shared by every such generator (nothing changes it: the
+   * floor is due again only after a range at or below a value above 0).
+   */
+  static readonly NONE: UserFloor = new UserFloor(undefined, "", "");
   /** To be asked before the next reservation. */
-  due = true;
+  due: boolean;
   /** The highest value it returned, 0 before (or without) one. */
   value = 0n;
   readonly #read: (() => bigint | number | Promise<bigint | number>) | undefined;
@@ -42,6 +48,7 @@ export class UserFloor {
     field: string,
   ) {
     this.#read = read;
+    this.due = read !== undefined;
     this.#key = key;
     this.#field = field;
   }

@@ -18,16 +18,29 @@ interface Waiter<T> {
   reject(err: unknown): void;
 }
 
-/** How a {@linkcode WaitQueue} reaches its generator's buffer and reports expiries. */
-export interface WaitQueueHooks<T> {
+/** The owner's method taking one buffered ID (see {@linkcode WaitQueueOwner}). */
+export const TAKE: unique symbol = Symbol("kvid.take");
+/** The owner's method copying buffered IDs into a batch (see {@linkcode WaitQueueOwner}). */
+export const FILL: unique symbol = Symbol("kvid.fill");
+/** The owner's method making the error of a call past its deadline. */
+export const TIMED_OUT: unique symbol = Symbol("kvid.timedOut");
+/** The owner's method told of calls that expired (see {@linkcode WaitQueueOwner}). */
+export const EXPIRED: unique symbol = Symbol("kvid.expired");
+
+/**
+ * How a {@linkcode WaitQueue} reaches its generator's buffer and reports expiries: methods of the
+ * generator under symbols, so the queue holds one reference and no closures (an idle generator
+ * is measured in bytes: tests/faults/resources_test.ts).
+ */
+export interface WaitQueueOwner<T> {
   /** Take one buffered ID, switching segments if needed; undefined when none is buffered. */
-  take(): T | undefined;
+  [TAKE](): T | undefined;
   /** Copy buffered IDs into `ids` from index `from`, up to `count`; returns the new count. */
-  fill(ids: T[], from: number, count: number): number;
+  [FILL](ids: T[], from: number, count: number): number;
   /** The error a call past its deadline rejects with. */
-  expiredError(): unknown;
-  /** Calls expired at `now` (after being rejected): the store may be known down. */
-  expired(now: number): void;
+  [TIMED_OUT](): unknown;
+  /** Calls expired at `now` and were rejected: the store may be known down. */
+  [EXPIRED](now: number): void;
 }
 
 /**
@@ -37,20 +50,21 @@ export interface WaitQueueHooks<T> {
  *
  * @example
  * ```ts
- * import { WaitQueue } from "./wait_queue.ts";
+ * import { EXPIRED, FILL, TAKE, TIMED_OUT, WaitQueue, type WaitQueueOwner } from "./wait_queue.ts";
  * import assert from "node:assert/strict";
  *
  * let next = 1;
  * let buffered = 0;
- * const queue = new WaitQueue<number>(1_000, {
- *   take: () => buffered > 0 ? (buffered--, next++) : undefined,
- *   fill: (ids, from, count) => {
+ * const owner: WaitQueueOwner<number> = {
+ *   [TAKE]: () => buffered > 0 ? (buffered--, next++) : undefined,
+ *   [FILL]: (ids, from, count) => {
  *     while (from < count && buffered > 0) ids[from++] = (buffered--, next++);
  *     return from;
  *   },
- *   expiredError: () => new Error("timeout"),
- *   expired: () => {},
- * });
+ *   [TIMED_OUT]: () => new Error("timeout"),
+ *   [EXPIRED]: () => {},
+ * };
+ * const queue = new WaitQueue<number>(1_000, owner);
  * const id = queue.push(1, undefined, 0, performance.now());
  * assert.ok(queue.demand === 1);
  * buffered = 5;
@@ -66,15 +80,15 @@ export class WaitQueue<T> {
   // Cancels the timer of the first queued call's deadline.
   #deadlineTimer: (() => void) | undefined;
   readonly #timeout: number;
-  readonly #hooks: WaitQueueHooks<T>;
+  readonly #owner: WaitQueueOwner<T>;
 
   /**
    * @param timeout How long a call waits, ms.
-   * @param hooks The generator's buffer and what an expiry tells it.
+   * @param owner The generator: its buffer and what an expiry tells it.
    */
-  constructor(timeout: number, hooks: WaitQueueHooks<T>) {
+  constructor(timeout: number, owner: WaitQueueOwner<T>) {
     this.#timeout = timeout;
-    this.#hooks = hooks;
+    this.#owner = owner;
   }
 
   /** No call is waiting. */
@@ -94,12 +108,12 @@ export class WaitQueue<T> {
   /** Serve queued calls, in order, from the buffer. */
   serve(): void {
     const waiters = this.#waiters;
-    const hooks = this.#hooks;
+    const owner = this.#owner;
     while (this.#head < waiters.length) {
       const w = waiters[this.#head];
       const before = w.got;
       if (w.ids === undefined) {
-        const id = hooks.take();
+        const id = owner[TAKE]();
         if (id === undefined) break;
         w.got = 1;
         this.demand -= 1;
@@ -107,7 +121,7 @@ export class WaitQueue<T> {
         w.resolve(id);
         continue;
       }
-      w.got = hooks.fill(w.ids, w.got, w.need);
+      w.got = owner[FILL](w.ids, w.got, w.need);
       this.demand -= w.got - before;
       if (w.got < w.need) break;
       this.#head++;
@@ -133,11 +147,11 @@ export class WaitQueue<T> {
     while (this.#head < waiters.length && waiters[this.#head].deadline <= now) {
       const w = waiters[this.#head++];
       this.demand -= w.need - w.got;
-      w.reject(this.#hooks.expiredError());
+      w.reject(this.#owner[TIMED_OUT]());
       expired++;
     }
     this.#compact();
-    if (expired > 0) this.#hooks.expired(now);
+    if (expired > 0) this.#owner[EXPIRED](now);
     if (this.#head < waiters.length) {
       const wait = Math.max(1, waiters[this.#head].deadline - now);
       this.#deadlineTimer = deadlineTimer(wait, () => this.#expire());
