@@ -67,6 +67,8 @@ export type KvIdErrorCode =
  *
  * - `"name-too-long"`: a name within the generator's limits that the store cannot key (Deno KV:
  *   2 KiB keys).
+ * - `"auth"`: the server refused the credentials, or a command to this user (`NOAUTH`,
+ *   `WRONGPASS`, `NOPERM`; a SQL login): a `"config"` error the CLI reports as exit 3.
  *
  * @example
  * ```ts
@@ -78,7 +80,7 @@ export type KvIdErrorCode =
  * assert.ok(err.code === "config" && err.reason === "name-too-long");
  * ```
  */
-export type KvIdErrorReason = "" | "name-too-long";
+export type KvIdErrorReason = "" | "name-too-long" | "auth";
 
 /**
  * Options of {@linkcode KvIdError}.

@@ -72,10 +72,16 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   }
   // Setup mistakes waiting cannot fix: said at once as "config", the server's words included.
   if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {
-    return new KvIdError("config", `authentication failed: ${message}`, where);
+    return new KvIdError("config", `authentication failed: ${message}`, {
+      ...where,
+      reason: "auth",
+    });
   }
   if (/(^|: )NOPERM|can't run this command|no permissions/i.test(message)) {
-    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, where);
+    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, {
+      ...where,
+      reason: "auth",
+    });
   }
   if (/unknown command|Unknown Redis command/i.test(message)) {
     return new KvIdError(

@@ -414,7 +414,12 @@ export class RedisStore implements Store {
 
   /** The server's clock (`TIME`) in epoch ms; see {@linkcode Store.now}. */
   async now(): Promise<number> {
-    return serverNow(await this.#clientFor("", ""));
+    const client = await this.#clientFor("", "");
+    try {
+      return await serverNow(client);
+    } catch (err) {
+      throw toKvIdError(err, "", "");
+    }
   }
 
   async #clientFor(key: string, field: string): Promise<RedisClient> {
