@@ -42,11 +42,13 @@ export type FailureVerdict = "refused" | "down" | "hung" | "retry";
  *
  * const outage = new Outage({ failFast: true, timeout: 1_000, key: "kvid", field: "order" });
  * const lost = new KvIdError("connection", "connection refused");
- * assert.ok(outage.failed(lost, 0, 10, () => 0.5) === "retry" && outage.state === "failing");
- * assert.ok(outage.markDown(1_000) && outage.state === "down");
- * assert.ok(outage.downError(1_000).code === "unavailable");
+ * assert.equal(outage.failed(lost, 0, 10, () => 0.5), "retry");
+ * assert.equal(outage.state, "failing");
+ * assert.ok(outage.markDown(1_000)); // a call waited its whole timeout
+ * assert.equal(outage.state, "down");
+ * assert.equal(outage.downError(1_000).code, "unavailable");
  * outage.succeeded();
- * assert.ok(outage.state === "ok" && outage.lastError === undefined);
+ * assert.equal(outage.state, "ok");
  * ```
  */
 export class Outage {
