@@ -474,7 +474,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   /** One reservation, then what its outcome means for the store's state and the callers. */
   async #reserve(): Promise<void> {
-    const outcome = await this.#reserver.reserve(this.#queue.demand);
+    const outcome = await this.#reserver.reserve();
     if (outcome.kind === "late") return;
     const outage = this.#outage;
     if (outcome.kind === "served") {

@@ -61,7 +61,7 @@ const LATE: ReservationOutcome = Object.freeze({ kind: "late" });
  * };
  * const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
  * const reserver = new Reserver("order", resolveOptions("order", { store, minStep: 10 }), buf, new EventTarget(), { demand: 0 });
- * assert.ok((await reserver.reserve(1)).kind === "served" && buf.remaining === 10);
+ * assert.ok((await reserver.reserve()).kind === "served" && buf.remaining === 10);
  * ```
  */
 export class Reserver {
@@ -123,12 +123,14 @@ export class Reserver {
   }
 
   /**
-   * One reservation of at least the step and at most `maxStep` IDs (more when `demand` callers
-   * wait), bounded by `timeout`. Never rejects.
+   * One reservation of at least the step and at most `maxStep` IDs (more when calls wait for
+   * more), bounded by `timeout`. Never rejects.
    */
-  async reserve(demand: number): Promise<ReservationOutcome> {
+  async reserve(): Promise<ReservationOutcome> {
     const first = this.#memory.loaded ? undefined : await this.#firstUse();
     const s = this.#s;
+    // The calls waiting now, after first use: those that came during it count too.
+    const demand = this.#waiting.demand;
     const count = Math.min(Math.max(this.sizer.step, demand), s.maxStep);
     const floor = this.#buf.high;
     const startedAt = performance.now();
