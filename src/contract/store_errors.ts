@@ -58,10 +58,16 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   // Kvrocks words some refusals differently and, inside a script, prefixes them
   // ("... @user_script:1: Invalid argument: WRONGTYPE ...").
   if (/(^|: )WRONGTYPE/.test(message)) {
-    return new KvIdError("reply", "the key holds a value that is not a hash", where);
+    return new KvIdError("reply", "the key holds a value that is not a hash", {
+      ...where,
+      reason: "not-a-hash",
+    });
   }
   if (NOT_AN_INTEGER.test(message)) {
-    return new KvIdError("reply", "the counter field does not hold an integer", where);
+    return new KvIdError("reply", "the counter field does not hold an integer", {
+      ...where,
+      reason: "not-a-counter",
+    });
   }
   if (/^KVID_LAYOUT/.test(message)) {
     return new KvIdError(

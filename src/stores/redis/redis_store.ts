@@ -511,6 +511,7 @@ export class RedisStore implements Store {
     if (status === "notint") {
       throw new KvIdError("reply", "the counter field does not hold an integer", {
         ...where,
+        reason: "not-a-counter",
         cause: new Error(`found ${JSON.stringify(a)}`),
       });
     }
