@@ -8,7 +8,7 @@
  */
 
 import { DAY_FIELD } from "../../contract/store.ts";
-import { type Day, ZonedDays } from "../../daily/calendar.ts";
+import { ZonedDays } from "../../daily/calendar.ts";
 import { keepFromEither, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
 import { oldDays } from "../../stores/redis/daily_cleanup.ts";
 import {
