@@ -49,7 +49,7 @@ export interface StoreOpener<K extends string = string> {
    * (`reserve`, `release`, `loadStep`, `saveStep`, `deleteDaysBefore`, `durability`, `now`)
    * that the opened store has: the lazy store forwards them too. Default: none.
    */
-  readonly also?: { giveBack?: boolean; reservesStep?: boolean };
+  readonly also?: { giveBack?: boolean; reservesStep?: boolean; counters?: boolean };
 }
 
 /** A Redis, Valkey or Kvrocks URL: opened by the caller's Redis client, not here. */
@@ -208,6 +208,15 @@ export function storeFromUrl(
   if (opener.also?.giveBack) {
     store.giveBack = async (key, field, ranges) =>
       await (await open()).store.giveBack?.(key, field, ranges) ?? 0;
+  }
+  if (opener.also?.counters) {
+    store.counters = async (key, countersOptions) => {
+      const s = (await open()).store;
+      if (s.counters === undefined) {
+        throw new KvIdError("config", `${what}: this store cannot read counters`, { key });
+      }
+      return await s.counters(key, countersOptions);
+    };
   }
   if (opener.also?.reservesStep) Object.assign(store, { reservesStep: true });
   return {
