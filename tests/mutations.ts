@@ -639,7 +639,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/forbidden",
     what: "a name outside the token's scope is 403",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
     to:
@@ -649,10 +649,18 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/unauthorized",
     what: "a request without a valid token is 401",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
     to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',
     tests: [HTTP],
+  },
+  {
+    id: "service/store-forwarding",
+    what: "the service's timing wrapper keeps the store's give-back (issue 22's bug)",
+    file: "src/service/generators.ts",
+    from: "const value = Reflect.get(target, prop, target);",
+    to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
+    tests: ["tests/service_stores_test.ts"],
   },
 ];

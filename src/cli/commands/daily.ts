@@ -9,8 +9,8 @@
  */
 
 import { DAY_FIELD } from "../../contract/store.ts";
-import { type Day, ZonedDays } from "../../daily/calendar.ts";
-import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
+import { ZonedDays } from "../../daily/calendar.ts";
+import { keepFromEither, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
 import {
   type Command,
   type CommandInput,
@@ -134,8 +134,8 @@ interleaved servers (it has a layout) is never taken for a day.
         // Dated by the earlier of this machine's clock and the server's: a clock running ahead
         // never deletes a day other processes still use (as DailyId's cleanup does).
         const { store } = target;
-        const serverDay = store.now === undefined ? today : zone.dayAt(await store.now());
-        const before = keepFrom(earlier(today, serverDay), keepDays).text;
+        const storeDay = store.now === undefined ? undefined : zone.dayAt(await store.now());
+        const before = keepFromEither(today, storeDay, keepDays).text;
         if (dryRun) {
           // As deleteDaysBefore picks them: days before the cut, not an interleaved member's.
           const fields = [...all].filter(([f, c]) =>
@@ -158,10 +158,6 @@ interleaved servers (it has a layout) is never taken for a day.
     };
   },
 };
-
-function earlier(a: Day, b: Day): Day {
-  return b.ymd < a.ymd ? b : a;
-}
 
 /** A daily serial, as `kvid list` shows it. */
 export interface DailySerial {
