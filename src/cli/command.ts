@@ -60,12 +60,6 @@ export interface Context {
 
 /** A command, checked and ready to run on a store. */
 export interface Job {
-  /**
-   * When this job needs Redis (it reads or writes the hash directly, which the Store contract has
-   * no call for): the refusal (exit 2) on a URL of `scheme` (`"postgres:"`), given `anyStore`,
-   * what the CLI runs there. Undefined: it runs on any store.
-   */
-  redisOnly?: (scheme: string, anyStore: string) => string;
   /** Run it. */
   run(context: Context): Promise<void>;
 }
@@ -107,8 +101,9 @@ export interface Command {
   /** The hash when `--key` is not given; without it, `"kvid"`. */
   defaultKey?: (args: Readonly<Record<string, string>>) => string;
   /**
-   * What of it runs on every store (`"next --create"`, `"cleanup"`), for the help and the
-   * refusals; undefined when it runs on Redis only.
+   * What of it runs on every store the URL can name (`"next"`, `"list"`), for `--url`'s help;
+   * undefined when it runs on Redis only (none does: the Store contract reserves, reads counters
+   * and deletes days).
    */
   anyStore?: string;
   /**

@@ -83,8 +83,8 @@
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
 import { withDeadline } from "../contract/deadline_timer.ts";
-import { redactStoreUrl, storeKind } from "../stores/store_url.ts";
-import { ANY_STORE, parse, type Parsed } from "./args.ts";
+import { redactStoreUrl } from "../stores/store_url.ts";
+import { parse, type Parsed } from "./args.ts";
 import type { Context } from "./command.ts";
 import { CliError, EXIT } from "./exit.ts";
 import { errorText, openTarget } from "./target.ts";
@@ -137,9 +137,6 @@ export async function main(args: string[]): Promise<number> {
 /** Open the store of `--url`, run the job on it within `--timeout`, and close it. */
 async function runOnStore(p: Parsed): Promise<void> {
   const { job, url, timeout } = p;
-  if (storeKind(url, "--url") !== "redis" && job.redisOnly !== undefined) {
-    throw new CliError(EXIT.usage, job.redisOnly(new URL(url).protocol, ANY_STORE));
-  }
   const opened = await openTarget(url, timeout);
   try {
     const work = (async () => {

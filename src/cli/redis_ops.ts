@@ -31,7 +31,7 @@ export interface RedisOps {
 }
 
 /**
- * The Redis-only commands on `hashes` (the node-redis client) and `client` (its adapter).
+ * The CLI's Redis commands on `hashes` (the node-redis client) and `client` (its adapter).
  *
  * @example On a stand-in client
  * ```ts
