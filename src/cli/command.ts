@@ -163,7 +163,7 @@ export interface CounterText {
  * (`HGET`, `HGETALL`: a field holding text is read as it is), elsewhere the store's
  * `counters()`. Never the library's own fields (their names begin with NUL).
  *
- * @example On the in-memory store of a test
+ * @example On a stand-in store
  * ```ts
  * import { readCounters } from "./command.ts";
  * import assert from "node:assert/strict";
