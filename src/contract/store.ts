@@ -105,8 +105,10 @@ export interface ReserveOptions {
   /** The caller needs the value exactly even above 2^53 (bigint mode). */
   exact: boolean;
   /**
-   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
-   * Default 0: no wait.
+   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`);
+   * 0: no wait.
+   *
+   * @default {0}
    */
   replicas?: number;
   /**
@@ -117,12 +119,18 @@ export interface ReserveOptions {
    * @default {false}
    */
   waitAof?: boolean;
-  /** How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget). Default 5,000. */
+  /**
+   * How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget).
+   *
+   * @default {5_000}
+   */
   waitMs?: number;
   /**
    * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at
    * least 200 ms in all), so a member of an interleaved set whose replicas do not confirm is
-   * skipped quickly instead of holding the whole budget. Default: none, `waitMs` alone.
+   * skipped quickly instead of holding the whole budget; undefined: `waitMs` alone.
+   *
+   * @default {undefined}
    */
   waitRoundTrips?: number;
   /**
@@ -133,7 +141,9 @@ export interface ReserveOptions {
    * {@linkcode KvIdError} a counter holding another layout, or holding a value and no layout (a
    * single-store counter, whose value is an ID); and echoes it in {@linkcode Reservation.layout}.
    * Without `layout`, it refuses a counter that has one (a plain increment of a block cycle
-   * would repeat the set's IDs). Default: none, a single-store counter.
+   * would repeat the set's IDs). Undefined: a single-store counter.
+   *
+   * @default {undefined}
    */
   layout?: string;
   /**
@@ -144,7 +154,12 @@ export interface ReserveOptions {
    * @default {false}
    */
   loadStep?: boolean;
-  /** The most IDs `loadStep` may raise the count to (the generator's `maxStep`). */
+  /**
+   * The most IDs `loadStep` may raise the count to (the generator's `maxStep`); undefined: the
+   * count asked.
+   *
+   * @default {undefined}
+   */
   maxCount?: number;
   /**
    * Take the IDs from the counter's pool of given-back ranges ({@linkcode poolField}) first, when
@@ -276,8 +291,10 @@ export interface CounterValue {
  */
 export interface CountersOptions {
   /**
-   * Read only these counters (those that exist are in the map). Default: every counter of
+   * Read only these counters (those that exist are in the map); undefined: every counter of
    * the hash.
+   *
+   * @default {undefined}
    */
   names?: readonly string[];
 }
