@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { RedisClient } from "./redis_store.ts";
+import type { RedisClient } from "../../contract/redis_client.ts";
 
 /**
  * The part of a node-redis 5 client (`createClient()` or `createCluster()`) the adapter uses.

@@ -9,7 +9,7 @@
 import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "../../daily/calendar.ts";
 import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
 import { LAYOUT_FIELD_PREFIX } from "../interleaved/layout.ts";
-import type { RedisClient } from "./redis_store.ts";
+import type { RedisClient } from "../../contract/redis_client.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { toKvIdError } from "../../contract/store_errors.ts";
 import { poolField } from "../../contract/store.ts";

@@ -8,7 +8,7 @@
 import { serverReadsEpoch } from "../../contract/durability.ts";
 import type { DurabilityOptions, StoreDurability } from "../../contract/store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
-import type { RedisClient } from "./redis_store.ts";
+import type { RedisClient } from "../../contract/redis_client.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 
 // One round trip (with the CONFIG GETs sent at the same time), routed by the counter's key on

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { RedisClient } from "./redis_store.ts";
+import type { RedisClient } from "../../contract/redis_client.ts";
 import { errorMessage } from "../../contract/store_errors.ts";
 
 /**
