@@ -28,7 +28,13 @@ import {
 } from "../contract/durability.ts";
 import { checkStoreSource, storeFromSource } from "../contract/store_source.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
-import type { IdRange, Reservation, Store, StoreDurability } from "../contract/store.ts";
+import type {
+  DurabilityOptions,
+  IdRange,
+  Reservation,
+  Store,
+  StoreDurability,
+} from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import {
   checkCounterName,
@@ -783,14 +789,21 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
     // The remembered step: read in the reservation itself when the store can (no lookup of its
     // own), else by a lookup beside the durability read.
     let loadStep = false;
+    // First use of a store that can: the durability is read by the reservation itself, which
+    // reserves only if the server is accepted (one round trip for the first ID).
+    let readInReserve = false;
     if (!this.#stepLoaded) {
       // First use: the store's durability is read beside the remembered step, one round trip
       // for both; the reservation waits for it (below).
       let store: Store | undefined;
       try {
         store = this.#store ??= this.#makeStore();
-        early = this.#checkDurability(store);
-        early.catch(() => {}); // awaited by the attempt
+        readInReserve = store.readsDurability === true && store.durability !== undefined &&
+          this.#durabilityDue;
+        if (!readInReserve) {
+          early = this.#checkDurability(store);
+          early.catch(() => {}); // awaited by the attempt
+        }
       } catch {
         // No store: said by the attempt.
       }
@@ -814,8 +827,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         });
       }
       const store = this.#store ??= this.#makeStore();
-      const reserveAbove = (mark: bigint) =>
+      const reserveAbove = (mark: bigint, durability?: DurabilityOptions) =>
         store.reserve(this.key, this.name, count, {
+          ...(durability === undefined ? {} : { durability }),
           floor: mark,
           // Capped at 2^63-1 so a counter is never written past it: the increment overflows.
           raiseTo: mark + this.#margin > MAX_ID ? MAX_ID : mark + this.#margin,
@@ -836,12 +850,14 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
         // First use: the store is read before anything is reserved (a refused server is left
         // untouched). Later (after a failure or a rollback) it is read beside the reservation,
         // one round trip for both, and the range is used only once it answered.
-        const probe = early ?? this.#checkDurability(store);
-        probe.catch(() => {}); // awaited below
-        if (!this.#durabilityAccepted) await probe;
+        const probe = readInReserve ? undefined : early ?? this.#checkDurability(store);
+        probe?.catch(() => {}); // awaited below
+        if (probe !== undefined && !this.#durabilityAccepted) await probe;
         if (this.#floorDue) await this.#readFloor();
         const mark = this.#userFloor > floor ? this.#userFloor : floor;
-        let reply = await reserveAbove(mark);
+        let reply = await reserveAbove(mark, readInReserve ? this.#durabilityAsked() : undefined);
+        if (readInReserve && reply.durability !== undefined) this.#judge(reply.durability);
+        else if (readInReserve) await this.#checkDurability(store); // it did not read it
         await probe; // a refusal spends the range
         if (reply.raised && this.#options.floor !== undefined && mark === floor) {
           // Found below this generator's own mark: the floor may know of IDs above it.
@@ -1002,14 +1018,23 @@ class KvIdImpl<T extends number | bigint> extends EventTarget implements KvId<T>
       this.#durabilityAccepted = true;
       return;
     }
-    const d = await store.durability(this.key, {
+    this.#judge(await store.durability(this.key, this.#durabilityAsked()));
+  }
+
+  /** What the store's durability read is asked with. */
+  #durabilityAsked(): DurabilityOptions {
+    return {
       field: this.name,
       mode: this.#durabilityMode,
       replicas: this.#replicas,
       stated: this.#options.serverSettings ?? {},
       // The first read may be another generator's on the same client (see DurabilityOptions).
       reuse: this.#durability === undefined,
-    });
+    };
+  }
+
+  /** Keep the store's durability `d`; throw the refusal of a store that can lose reservations. */
+  #judge(d: StoreDurability): void {
     this.#durability = d;
     const refusal = durabilityRefusal(d, this.#durabilityMode, this.key, this.name);
     this.#durabilityAccepted = refusal === undefined;

@@ -16,6 +16,14 @@ import { parseInteger } from "./replies.ts";
 const withoutWaitAof = new WeakSet<RedisClient>();
 
 /**
+ * Remember that the server behind `client` has no `WAITAOF` (its `INFO` said so: Redis before
+ * 7.2, Kvrocks): it is not asked, which saves a client's first generator a round trip.
+ */
+export function knownWithoutWaitAof(client: RedisClient): void {
+  withoutWaitAof.add(client);
+}
+
+/**
  * Confirm a reservation just made on `client` before any of its IDs is served: with
  * `options.waitAof` (and a server that has it), `WAITAOF 1 0 ms`: fsynced to the server's AOF;
  * then, with `replicas`, `WAIT replicas ms`: received by that many replicas. Throws when not
@@ -74,9 +82,32 @@ export async function waitForAof(
 }
 
 // A client's first WAITAOF, in flight: the others wait for what it finds.
-const aofProbes = new WeakMap<RedisClient, Promise<boolean>>();
+const aofProbes = new WeakMap<RedisClient, Promise<unknown>>();
 // Clients whose server answered WAITAOF once (it has the command).
 const aofKnown = new WeakSet<RedisClient>();
+
+/**
+ * Find out whether the server behind `client` has `WAITAOF` beside a client's first reservation,
+ * in the same round trip: `WAITAOF 0 0 0`, which never blocks (it waits for nothing). Before, the
+ * first confirmation asked, one round trip more for a client's first ID on a server without it
+ * (Redis 7.0). The confirmation itself is still sent after the reservation's reply.
+ */
+export function probeWaitAof(client: RedisClient, key: string): void {
+  if (withoutWaitAof.has(client) || aofKnown.has(client) || aofProbes.has(client)) return;
+  // Any node answers whether it has the command: sendCommand first (it is not a confirmation).
+  let reply: Promise<unknown>;
+  if (typeof client.sendCommand === "function") {
+    reply = client.sendCommand("WAITAOF", ["0", "0", "0"]);
+  } else if (typeof client.waitAof === "function") reply = client.waitAof(key, 0, 0, 0);
+  else return;
+  const probe = reply.then(() => aofKnown.add(client), (cause) => {
+    if (isReplyError(cause) && UNKNOWN.test(errorMessage(cause))) withoutWaitAof.add(client);
+    // Any other answer (NOPERM, a replica): the confirmation asks again and says it.
+  }).finally(() => aofProbes.delete(client));
+  aofProbes.set(client, probe);
+}
+
+const UNKNOWN = /unknown command|not supported|unknown subcommand/i;
 
 async function sendWaitAof(
   client: RedisClient,
@@ -96,7 +127,7 @@ async function sendWaitAof(
     }
   } catch (cause) {
     const message = errorMessage(cause);
-    if (isReplyError(cause) && /unknown command|not supported|unknown subcommand/i.test(message)) {
+    if (isReplyError(cause) && UNKNOWN.test(message)) {
       withoutWaitAof.add(client);
       return false;
     }

@@ -22,12 +22,22 @@ import {
   singleStoreCounter,
 } from "../interleaved/layout.ts";
 import { isNoScripting } from "./lua_script.ts";
-import { probeRedis } from "./durability_probe.ts";
+import {
+  durabilityOf,
+  info,
+  infoFromFacts,
+  probeRedis,
+  readConfigs,
+  sharedRead,
+  shareRead,
+} from "./durability_probe.ts";
+import { durabilityRefusal } from "../../contract/durability.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
 import { resolveRedis } from "./client_source.ts";
-import { confirmReservation } from "./confirm.ts";
-import { parseInteger, range, text } from "./replies.ts";
+import { confirmReservation, probeWaitAof } from "./confirm.ts";
+import { parseInteger, range, reservationFrom, reserveArgs, text } from "./replies.ts";
 import {
+  FIRST_RESERVE_SCRIPT,
   GIVE_BACK_SCRIPT,
   LAYOUT_RESERVE_SCRIPT,
   RELEASE_SCRIPT,
@@ -73,6 +83,8 @@ const MAX_CHECKED = 10_000;
 export class RedisStore implements Store {
   /** The reserve script reads the remembered step in the same call. */
   readonly reservesStep = true;
+  /** A first reservation reads the server's durability in the same call. */
+  readonly readsDurability = true;
   readonly #source: RedisSource;
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
@@ -107,8 +119,33 @@ export class RedisStore implements Store {
     } catch (cause) {
       throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
     }
+    if (options.durability !== undefined) {
+      return await this.#reserveReading(client, key, field, count, options, options.durability);
+    }
+    return await this.#reserveConfirmed(client, key, field, count, options);
+  }
+
+  /** Reserve, then confirm (WAITAOF, WAIT) before any ID is served. */
+  async #reserveConfirmed(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
     const started = performance.now();
     const reservation = await this.#reserve(client, key, field, count, options);
+    await this.#confirm(client, key, field, options, started);
+    return reservation;
+  }
+
+  async #confirm(
+    client: RedisClient,
+    key: string,
+    field: string,
+    options: ReserveOptions,
+    started: number,
+  ): Promise<void> {
     // A member of an interleaved set waits a few of its own round trips at most
     // (waitRoundTrips): one whose replicas or fsync do not confirm is skipped quickly.
     const rtt = performance.now() - started;
@@ -117,6 +154,110 @@ export class RedisStore implements Store {
       budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
     }
     await confirmReservation(client, key, field, options, Math.max(1, Math.floor(budget)));
+  }
+
+  /**
+   * A generator's first reservation with the server's durability read (see
+   * {@linkcode ReserveOptions.durability}). Without a read to share, the read and the guarded
+   * reservation are one script call ({@linkcode FIRST_RESERVE_SCRIPT}, sent whole: it never
+   * meets NOSCRIPT) with the CONFIG GETs pipelined beside it: one round trip. With one (a later
+   * generator of this client), or without the guard or scripting: the read (shared, or its own),
+   * then the reservation.
+   */
+  async #reserveReading(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+    asked: DurabilityOptions,
+  ): Promise<Reservation> {
+    const oneCall = options.guard && this.#scripting &&
+      sharedRead(client, key, asked.reuse === true) === undefined;
+    if (oneCall) {
+      const reservation = await this.#firstScript(client, key, field, count, options, asked);
+      if (reservation !== undefined) return reservation;
+    }
+    const durability = await this.durability(key, asked);
+    return await this.#reserveJudged(client, key, field, count, options, asked, durability);
+  }
+
+  /** Reserve after a read of `durability`, unless it is refused (then no range). */
+  async #reserveJudged(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+    asked: DurabilityOptions,
+    durability: StoreDurability,
+  ): Promise<Reservation> {
+    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
+      return { ranges: [], raised: false, durability };
+    }
+    const confirmed = { ...options, waitAof: options.waitAof && !acceptsNoAof(asked, durability) };
+    return { ...await this.#reserveConfirmed(client, key, field, count, confirmed), durability };
+  }
+
+  /** {@linkcode FIRST_RESERVE_SCRIPT}; undefined when the server has no scripting. */
+  async #firstScript(
+    client: RedisClient,
+    key: string,
+    field: string,
+    count: number,
+    options: ReserveOptions,
+    asked: DurabilityOptions,
+  ): Promise<Reservation | undefined> {
+    const stated = asked.stated;
+    const args = [
+      ...reserveArgs(field, count, options),
+      asked.mode === "best-effort" || asked.replicas > 0 ? "1" : "",
+      stated.appendonly === "yes" ? "1" : "",
+      stated.maxmemory_policy ?? "",
+    ];
+    const started = performance.now();
+    const reply = FIRST_RESERVE_SCRIPT.evalWhole(client, [key], args);
+    if (options.waitAof === true) probeWaitAof(client, key);
+    // Shared at once: generators starting meanwhile use this read, not one each. Should the
+    // script fail (no scripting, a refused counter), the read is made on its own.
+    const facts = reply.then((r) => {
+      if (!Array.isArray(r) || r.length !== 8) throw new Error("unexpected script reply");
+      return infoFromFacts(r[6], r[7]);
+    }).catch(() => info(client, key));
+    const read = Promise.all([facts, ...readConfigs(client)] as const);
+    shareRead(client, key, read);
+    let raw: unknown;
+    try {
+      raw = await reply;
+    } catch (err) {
+      read.catch(() => {}); // shared: its failure is another caller's
+      if (isReplyError(err) && isNoScripting(err)) this.#scripting = false;
+      const error = toKvIdError(err, key, field);
+      // Refused by the server (INFO forbidden, a counter it refuses, no scripting): the read
+      // and the reservation are made apart, each saying its own refusal. A transient state or a
+      // lost connection fails the attempt.
+      if (isReplyError(err) && error.code !== "unavailable") return undefined;
+      throw error;
+    }
+    let durability: StoreDurability;
+    try {
+      durability = durabilityOf(await read, key, asked);
+    } catch (err) {
+      throw toKvIdError(err, key, field); // a reserved range is spent
+    }
+    const reserved = Array.isArray(raw) && raw[0] !== null && raw[0] !== false;
+    // Not reserved: refused, or served in a second call (the script's check is the strict one:
+    // e.g. AOF unknown but stated otherwise than "yes").
+    if (!reserved) {
+      return await this.#reserveJudged(client, key, field, count, options, asked, durability);
+    }
+    const reservation = { ...reservationFrom(raw), durability };
+    // The script and the judgement agree by construction; should they not, the range is spent.
+    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
+      return { ranges: [], raised: reservation.raised, durability };
+    }
+    const waitAof = options.waitAof && !acceptsNoAof(asked, durability);
+    await this.#confirm(client, key, field, { ...options, waitAof }, started);
     return reservation;
   }
 
@@ -342,18 +483,7 @@ export class RedisStore implements Store {
     count: number,
     options: ReserveOptions,
   ): Promise<Reservation | undefined> {
-    // A counter is never written past 2^63-1 (no client could increment it again): capped, the
-    // increment overflows and the counter stays a valid integer.
-    const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
-    const args = [
-      field,
-      String(count),
-      String(options.floor),
-      String(raiseTo),
-      options.loadStep === true ? stepField(field) : "",
-      String(Math.max(count, options.maxCount ?? count)),
-      options.pool === true ? poolField(field) : "",
-    ];
+    const args = reserveArgs(field, count, options);
     let reply: unknown;
     try {
       reply = await RESERVE_SCRIPT.run(client, [key], args);
@@ -364,32 +494,7 @@ export class RedisStore implements Store {
       }
       throw err;
     }
-    if (!Array.isArray(reply) || reply.length < 3) {
-      throw new Error(`unexpected script reply ${String(reply)}`);
-    }
-    // Lua's false arrives as null (RESP2) or false (RESP3): anything not an integer reads as none.
-    const last = parseInteger(reply[0]);
-    const pooledFirst = parseInteger(reply[3]);
-    const used = parseInteger(reply[2]);
-    if (last === undefined || !last.exact || used === undefined) {
-      throw new Error(`unexpected script reply ${String(reply[0])}`);
-    }
-    const first = pooledFirst !== undefined && pooledFirst.exact
-      ? pooledFirst.value
-      : last.value - used.value + 1n;
-    if (first > last.value) throw new Error(`unexpected script reply ${String(reply)}`);
-    const remembered = parseInteger(reply[4])?.value;
-    const step = remembered !== undefined && remembered > 0n &&
-        remembered <= BigInt(Number.MAX_SAFE_INTEGER)
-      ? Number(remembered)
-      : undefined;
-    const ttlRemovedMs = Number(String(reply[5] ?? 0)) || 0;
-    return {
-      ranges: [{ first, last: last.value }],
-      raised: Number(reply[1]) === 1,
-      step,
-      ttlRemovedMs,
-    };
+    return reservationFrom(reply);
   }
 
   /**
@@ -418,4 +523,12 @@ export class RedisStore implements Store {
       throw toKvIdError(err, key, field);
     }
   }
+}
+
+/**
+ * Under `"best-effort"`, a server read as keeping no AOF cannot confirm with WAITAOF: the loss
+ * was accepted, so it is not asked (as the generator decides for its later reservations).
+ */
+function acceptsNoAof(asked: DurabilityOptions, durability: StoreDurability): boolean {
+  return asked.mode === "best-effort" && durability.settings.appendonly === "no";
 }

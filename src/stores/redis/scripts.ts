@@ -1,7 +1,8 @@
 /**
  * The Lua scripts of the Redis store, each an atomic step on the counter's hash: the guarded
- * reservation ({@linkcode RESERVE_SCRIPT}), an interleaved member's reservation, the give-backs
- * and the remembered step. Values travel as decimal strings: Lua numbers are doubles.
+ * reservation ({@linkcode RESERVE_SCRIPT}, and {@linkcode FIRST_RESERVE_SCRIPT}, which reads the
+ * server's durability in the same call), an interleaved member's reservation, the give-backs and
+ * the remembered step. Values travel as decimal strings: Lua numbers are doubles.
  *
  * @module
  */
@@ -32,8 +33,7 @@ end
 // such range, or its first `count` IDs when its end is below 10^15 (exact in Lua's doubles). A
 // raised counter (the server lost data) drops the pool: its ranges may have been handed out
 // since.
-export const RESERVE_SCRIPT = new LuaScript(
-  LUA_BELOW + `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
+const RESERVE_BODY = `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
   return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
 end
 local raised = 0
@@ -82,7 +82,63 @@ if ARGV[7] ~= '' then
   end
 end
 redis.call('HINCRBY', KEYS[1], ARGV[1], count)
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`,
+return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`;
+
+/** The guarded reservation; see the comment above `RESERVE_BODY`. */
+export const RESERVE_SCRIPT: LuaScript = new LuaScript(LUA_BELOW + RESERVE_BODY);
+
+/** The `INFO` fields the durability read uses (`durability_probe.ts`). */
+export const DURABILITY_FACTS = [
+  "redis_version",
+  "valkey_version",
+  "kvrocks_version",
+  "aof_enabled",
+  "maxmemory_policy",
+  "maxmemory",
+] as const;
+
+// A generator's first reservation and the server's durability in one call (one round trip,
+// with the CONFIG GETs a script cannot send pipelined beside it): reads the DURABILITY_FACTS
+// from INFO server, persistence and memory and the hash's PTTL, and reserves as RESERVE_SCRIPT
+// only when what it read is served: Kvrocks, or no allkeys-* eviction policy and AOF on (or AOF
+// off or unknown accepted: ARGV[8] '1' under "best-effort" or with replicas; ARGV[9] '1' when
+// serverSettings states appendonly yes; ARGV[10] a stated maxmemory_policy or ''). Otherwise the
+// counter is not touched: the client judges the facts (durability_probe.ts) and refuses, or
+// reserves in a second call. ARGV 1-7 as RESERVE_SCRIPT. Replies RESERVE_SCRIPT's reply (or
+// {false, 0, 0, false, false, 0} when it did not reserve), then the facts as `name:value` lines
+// and the PTTL.
+export const FIRST_RESERVE_SCRIPT: LuaScript = new LuaScript(
+  LUA_BELOW + `local found = {}
+local facts = {}
+for _, section in ipairs({'server', 'persistence', 'memory'}) do
+  local text = '\\n' .. redis.call('INFO', section)
+  for _, name in ipairs({'${DURABILITY_FACTS.join("', '")}'}) do
+    local at = found[name] == nil and string.find(text, '\\n' .. name .. ':', 1, true)
+    if at then
+      found[name] = string.match(text, '^[^\\r\\n]*', at + #name + 2)
+      table.insert(facts, name .. ':' .. found[name])
+    end
+  end
+end
+local pttl = redis.call('PTTL', KEYS[1])
+local served = true
+if not found['kvrocks_version'] then
+  local policy = found['maxmemory_policy'] or ARGV[10]
+  if string.sub(policy, 1, 8) == 'allkeys-' then served = false end
+  local aof = found['aof_enabled']
+  if aof ~= '1' and ARGV[8] ~= '1' and not (aof == nil and ARGV[9] == '1') then served = false end
+end
+local r = {false, 0, 0, false, false, 0}
+if served then
+  local function reserve()
+` + RESERVE_BODY + `
+  end
+  r = reserve()
+  if r.err then return r end
+end
+r[7] = table.concat(facts, '\\n')
+r[8] = pttl
+return r`,
 );
 
 // The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
