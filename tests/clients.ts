@@ -105,15 +105,16 @@ export class Spy implements RedisClient {
     return this.#track(Number(n), () => this.#inner.hincrby(key, field, n));
   }
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (7 arguments) is a reservation; giving IDs back on close is not.
-    if (args.length !== 7) return this.#inner.eval(script, keys, args);
+    // Only the reserve script (7 arguments; 10 when it reads the durability too) is a
+    // reservation; giving IDs back on close is not.
+    if (args.length !== 7 && args.length !== 10) return this.#inner.eval(script, keys, args);
     // EVAL after a NOSCRIPT completes the EVALSHA counted already; a first use is a reservation.
     const retry = this.#noScript;
     this.#noScript = false;
     return this.#track(Number(args[1]), () => this.#inner.eval(script, keys, args), !retry);
   }
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
-    if (args.length !== 7) return this.#inner.evalsha(sha, keys, args);
+    if (args.length !== 7 && args.length !== 10) return this.#inner.evalsha(sha, keys, args);
     return this.#track(Number(args[1]), async () => {
       try {
         return await this.#inner.evalsha(sha, keys, args);

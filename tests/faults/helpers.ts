@@ -262,8 +262,9 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVAL`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (7 arguments) reserves; the step and give-back scripts do not.
-    if (args.length !== 7 && !(this.#probes && args.length === 0)) {
+    // Only the reserve script (7 arguments; 10 when it reads the durability too) reserves; the
+    // step and give-back scripts do not.
+    if (args.length !== 7 && args.length !== 10 && !(this.#probes && args.length === 0)) {
       return this.#inner.eval(script, keys, args);
     }
     return this.#track(
@@ -278,7 +279,7 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVALSHA`. */
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown> {
-    if (args.length !== 7 && !(this.#probes && args.length === 0)) {
+    if (args.length !== 7 && args.length !== 10 && !(this.#probes && args.length === 0)) {
       return this.#inner.evalsha(sha, keys, args);
     }
     return this.#track(

@@ -87,15 +87,12 @@ return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`;
 /** The guarded reservation; see the comment above `RESERVE_BODY`. */
 export const RESERVE_SCRIPT: LuaScript = new LuaScript(LUA_BELOW + RESERVE_BODY);
 
-/** The `INFO` fields the durability read uses (`durability_probe.ts`). */
-export const DURABILITY_FACTS = [
-  "redis_version",
-  "valkey_version",
-  "kvrocks_version",
-  "aof_enabled",
-  "maxmemory_policy",
-  "maxmemory",
-] as const;
+/** The `INFO` fields the durability read uses (`durability_probe.ts`), by section. */
+export const DURABILITY_FACTS = {
+  server: ["redis_version", "valkey_version", "kvrocks_version"],
+  persistence: ["aof_enabled"],
+  memory: ["maxmemory_policy", "maxmemory"],
+} as const;
 
 // A generator's first reservation and the server's durability in one call (one round trip,
 // with the CONFIG GETs a script cannot send pipelined beside it): reads the DURABILITY_FACTS
@@ -110,10 +107,15 @@ export const DURABILITY_FACTS = [
 export const FIRST_RESERVE_SCRIPT: LuaScript = new LuaScript(
   LUA_BELOW + `local found = {}
 local facts = {}
-for _, section in ipairs({'server', 'persistence', 'memory'}) do
-  local text = '\\n' .. redis.call('INFO', section)
-  for _, name in ipairs({'${DURABILITY_FACTS.join("', '")}'}) do
-    local at = found[name] == nil and string.find(text, '\\n' .. name .. ':', 1, true)
+-- Each field is looked for only in its section, as plain text after a line break.
+for _, section in ipairs({${
+    Object.entries(DURABILITY_FACTS).map(([section, names]) =>
+      `{'${section}', {'${names.join("', '")}'}}`
+    ).join(", ")
+  }}) do
+  local text = redis.call('INFO', section[1])
+  for _, name in ipairs(section[2]) do
+    local at = string.find(text, '\\n' .. name .. ':', 1, true)
     if at then
       found[name] = string.match(text, '^[^\\r\\n]*', at + #name + 2)
       table.insert(facts, name .. ':' .. found[name])
