@@ -22,22 +22,14 @@ import {
   singleStoreCounter,
 } from "../interleaved/layout.ts";
 import { isNoScripting } from "./lua_script.ts";
-import {
-  durabilityOf,
-  info,
-  infoFromFacts,
-  probeRedis,
-  readConfigs,
-  sharedRead,
-  shareRead,
-} from "./durability_probe.ts";
+import { probeRedis, sharedRead } from "./durability_probe.ts";
+import { confirmedAs, firstReservation } from "./first_reservation.ts";
 import { durabilityRefusal } from "../../contract/durability.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
 import { resolveRedis } from "./client_source.ts";
-import { confirmReservation, probeWaitAof } from "./confirm.ts";
+import { confirmReservation } from "./confirm.ts";
 import { parseInteger, range, reservationFrom, reserveArgs, text } from "./replies.ts";
 import {
-  FIRST_RESERVE_SCRIPT,
   GIVE_BACK_SCRIPT,
   LAYOUT_RESERVE_SCRIPT,
   RELEASE_SCRIPT,
@@ -159,8 +151,8 @@ export class RedisStore implements Store {
   /**
    * A generator's first reservation with the server's durability read (see
    * {@linkcode ReserveOptions.durability}). Without a read to share, the read and the guarded
-   * reservation are one script call ({@linkcode FIRST_RESERVE_SCRIPT}, sent whole: it never
-   * meets NOSCRIPT) with the CONFIG GETs pipelined beside it: one round trip. With one (a later
+   * reservation are one script call ({@linkcode firstReservation}: sent whole, it never meets
+   * NOSCRIPT) with the CONFIG GETs pipelined beside it: one round trip. With one (a later
    * generator of this client), or without the guard or scripting: the read (shared, or its own),
    * then the reservation.
    */
@@ -174,12 +166,26 @@ export class RedisStore implements Store {
   ): Promise<Reservation> {
     const oneCall = options.guard && this.#scripting &&
       sharedRead(client, key, asked.reuse === true) === undefined;
-    if (oneCall) {
-      const reservation = await this.#firstScript(client, key, field, count, options, asked);
-      if (reservation !== undefined) return reservation;
+    const first = oneCall
+      ? await firstReservation(client, key, field, count, options, asked)
+      : "apart";
+    if (first === "no scripting") this.#scripting = false;
+    if (typeof first === "string") {
+      const durability = await this.durability(key, asked);
+      return await this.#reserveJudged(client, key, field, count, options, asked, durability);
     }
-    const durability = await this.durability(key, asked);
-    return await this.#reserveJudged(client, key, field, count, options, asked, durability);
+    const { durability, reservation, started } = first;
+    // Not reserved: refused, or served in a second call (the script's check is the strict one:
+    // e.g. AOF unknown but stated otherwise than "yes").
+    if (reservation === undefined) {
+      return await this.#reserveJudged(client, key, field, count, options, asked, durability);
+    }
+    // The script and the judgement agree by construction; should they not, the range is spent.
+    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
+      return { ranges: [], raised: reservation.raised, durability };
+    }
+    await this.#confirm(client, key, field, confirmedAs(options, asked, durability), started);
+    return { ...reservation, durability };
   }
 
   /** Reserve after a read of `durability`, unless it is refused (then no range). */
@@ -195,70 +201,8 @@ export class RedisStore implements Store {
     if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
       return { ranges: [], raised: false, durability };
     }
-    const confirmed = { ...options, waitAof: options.waitAof && !acceptsNoAof(asked, durability) };
+    const confirmed = confirmedAs(options, asked, durability);
     return { ...await this.#reserveConfirmed(client, key, field, count, confirmed), durability };
-  }
-
-  /** {@linkcode FIRST_RESERVE_SCRIPT}; undefined when the server has no scripting. */
-  async #firstScript(
-    client: RedisClient,
-    key: string,
-    field: string,
-    count: number,
-    options: ReserveOptions,
-    asked: DurabilityOptions,
-  ): Promise<Reservation | undefined> {
-    const stated = asked.stated;
-    const args = [
-      ...reserveArgs(field, count, options),
-      asked.mode === "best-effort" || asked.replicas > 0 ? "1" : "",
-      stated.appendonly === "yes" ? "1" : "",
-      stated.maxmemory_policy ?? "",
-    ];
-    const started = performance.now();
-    const reply = FIRST_RESERVE_SCRIPT.evalWhole(client, [key], args);
-    if (options.waitAof === true) probeWaitAof(client, key);
-    // Shared at once: generators starting meanwhile use this read, not one each. Should the
-    // script fail (no scripting, a refused counter), the read is made on its own.
-    const facts = reply.then((r) => {
-      if (!Array.isArray(r) || r.length !== 8) throw new Error("unexpected script reply");
-      return infoFromFacts(r[6], r[7]);
-    }).catch(() => info(client, key));
-    const read = Promise.all([facts, ...readConfigs(client)] as const);
-    shareRead(client, key, read);
-    let raw: unknown;
-    try {
-      raw = await reply;
-    } catch (err) {
-      read.catch(() => {}); // shared: its failure is another caller's
-      if (isReplyError(err) && isNoScripting(err)) this.#scripting = false;
-      const error = toKvIdError(err, key, field);
-      // Refused by the server (INFO forbidden, a counter it refuses, no scripting): the read
-      // and the reservation are made apart, each saying its own refusal. A transient state or a
-      // lost connection fails the attempt.
-      if (isReplyError(err) && error.code !== "unavailable") return undefined;
-      throw error;
-    }
-    let durability: StoreDurability;
-    try {
-      durability = durabilityOf(await read, key, asked);
-    } catch (err) {
-      throw toKvIdError(err, key, field); // a reserved range is spent
-    }
-    const reserved = Array.isArray(raw) && raw[0] !== null && raw[0] !== false;
-    // Not reserved: refused, or served in a second call (the script's check is the strict one:
-    // e.g. AOF unknown but stated otherwise than "yes").
-    if (!reserved) {
-      return await this.#reserveJudged(client, key, field, count, options, asked, durability);
-    }
-    const reservation = { ...reservationFrom(raw), durability };
-    // The script and the judgement agree by construction; should they not, the range is spent.
-    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
-      return { ranges: [], raised: reservation.raised, durability };
-    }
-    const waitAof = options.waitAof && !acceptsNoAof(asked, durability);
-    await this.#confirm(client, key, field, { ...options, waitAof }, started);
-    return reservation;
   }
 
   async #reserve(
@@ -523,12 +467,4 @@ export class RedisStore implements Store {
       throw toKvIdError(err, key, field);
     }
   }
-}
-
-/**
- * Under `"best-effort"`, a server read as keeping no AOF cannot confirm with WAITAOF: the loss
- * was accepted, so it is not asked (as the generator decides for its later reservations).
- */
-function acceptsNoAof(asked: DurabilityOptions, durability: StoreDurability): boolean {
-  return asked.mode === "best-effort" && durability.settings.appendonly === "no";
 }
