@@ -10,6 +10,7 @@ import { MAX_DIGITS } from "../src/daily/daily.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
+import type { Store } from "../src/stores/mod.ts";
 
 /** A wall clock the test sets by hand. */
 function wallClock(iso: string) {
@@ -589,4 +590,37 @@ Deno.test({
       day(0),
     ].sort(),
   );
+});
+
+Deno.test("DailyId cleanup failures: a store that never answers times out, the rest are named", async () => {
+  const clock = () => Date.UTC(2026, 10, 30, 12); // 2026-11-30: keepDays 7 keeps from 23 November
+  const hung: Store = {
+    reserve: () => Promise.reject(new Error("not used")),
+    now: () => new Promise<number>(() => {}), // never settles
+    deleteDaysBefore: () => Promise.resolve(0),
+  };
+  const slow = new DailyId("hung", { store: hung, clock, timeout: 50 });
+  const late = await rejectsWith(slow.cleanup({ keepDays: 7 }), "timeout", /more than 50 ms/);
+  assert.deepEqual([late.key, late.field], ["kvid:daily:hung", "<20261123"]);
+  const events: DailyCleanupDetail[] = [];
+  const auto = new DailyId("hung", { store: hung, clock, timeout: 50, keepDays: 7 });
+  auto.addEventListener("cleanup", (e) => events.push(e.detail));
+  // The reservation fails (retried until the timeout); the day started all the same.
+  await rejectsWith(auto.next(), "timeout", /no ID could be reserved/);
+  await auto.close(); // waits for the background cleanup, bounded by the timeout
+  assert.equal(events.length, 1);
+  assert.equal(events[0].before, "20261123");
+  assert.equal(events[0].error?.code, "timeout");
+  await slow.close();
+
+  // A Redis client factory that fails: "connection", naming the hash and the cut.
+  await using down = new DailyId("down", {
+    redis: () => Promise.reject(new Error("ECONNREFUSED")),
+    clock,
+  });
+  const refused = await rejectsWith(down.cleanup({ keepDays: 7 }), "connection", /factory/);
+  assert.deepEqual([refused.key, refused.field], ["kvid:daily:down", "<20261123"]);
+  // No client given or configured: "config", said when asked.
+  await using none = new DailyId("none", { clock });
+  await rejectsWith(none.cleanup({ keepDays: 7 }), "config", /no Redis client/);
 });

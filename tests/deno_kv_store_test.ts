@@ -186,7 +186,9 @@ Deno.test("DenoKvStore on a KV file", async (t) => {
     });
 
     await t.step("a key over 2 KiB is a config error", async () => {
-      await rejectsWith(store.reserve("kvid", "x".repeat(2100), 1, PLAIN), "config", /2 KiB/);
+      const long = store.reserve("kvid", "x".repeat(2100), 1, PLAIN);
+      const err = await rejectsWith(long, "config", /2 KiB/);
+      assert.equal(err.reason, "name-too-long", "the service branches on it");
     });
 
     await t.step("conflicts: 16 concurrent reservations on one counter, all disjoint", async () => {

@@ -127,6 +127,50 @@ Deno.test(
   },
 );
 
+Deno.test(
+  { name: "interleaved: a counter's own bad state is refused at once, with its reason", ignore },
+  async () => {
+    await using s0 = await startServer();
+    await using file = await tempKv();
+    await using c0 = await openClient("node-redis", s0.url);
+    await using c1 = await openClient("ioredis", s0.url);
+    using kv0 = new DenoKvStore(file.path);
+    using kv1 = new DenoKvStore(file.path);
+    await command(s0.url, "SET", "strkey", "x");
+    await command(s0.url, "HSET", "kvid", "text", "abc");
+    {
+      using raw = await Deno.openKv(file.path);
+      await raw.set(["kvid", "text"], "abc");
+    }
+    // A member that answers with a range of another size than asked (and echoes the layout).
+    const short = (): Store => ({
+      reserve: (_key, _field, count, options) =>
+        Promise.resolve({
+          ranges: [{ first: 1n, last: BigInt(count + 1) }],
+          raised: false,
+          layout: options.layout,
+        }),
+    });
+    // Both members see the same bad state (two on one server or file). The first one asked
+    // refuses for the set ("member i: ..."), with the reason: the state is the counter's, so
+    // asking the other member is no use. Taken for a member's failure, it would be retried on
+    // the other and reported as "none of the 2 members could reserve", with no reason.
+    const redis = [new RedisStore(c0.redis), new RedisStore(c1.redis)];
+    const cases: [Store[], string, string, RegExp][] = [
+      [redis, "strkey", "not-a-hash", /^member \d: the key holds a value that is not a hash/],
+      [redis, "kvid", "not-a-counter", /^member \d: the counter field does not hold/],
+      [[kv0, kv1], "kvid", "not-a-counter", /^member \d: the counter entry does not hold/],
+      [[short(), short()], "kvid", "unexpected-range", /^member \d: .*unexpected range/],
+    ];
+    for (const [members, key, reason, message] of cases) {
+      const store = new InterleavedStore(members, { block: 10 });
+      await using id = new KvId("text", { store, key, minStep: 10, maxStep: 10, prefetchAt: 0 });
+      const err = await rejectsWith(id.next(), "reply", message);
+      assert.equal(err.reason, reason, err.message);
+    }
+  },
+);
+
 Deno.test({
   name: "4 generators on 2 Redis servers and a Deno KV file, a server killed mid-run: no duplicate",
   ignore,

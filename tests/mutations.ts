@@ -39,9 +39,128 @@ const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
 
 const kvid = "src/engine/kvid.ts";
+const PG = "tests/postgres_store_test.ts";
+const MYSQL = "tests/mysql_store_test.ts";
+const sqlStore = "src/stores/sql/sql_table_store.ts";
+const sqlValues = "src/stores/sql/table_values.ts";
+const pgStore = "src/stores/postgres/postgres_store.ts";
+const mysqlStore = "src/stores/mysql/mysql_store.ts";
 
 /** Every mutation of the run. */
 export const MUTATIONS: readonly Mutation[] = [
+  // The SQL stores: the shared flow (src/stores/sql/), then each dialect's SQL and errors.
+  {
+    id: "sql/floor-guard",
+    what: "a counter below the caller's floor is raised first",
+    file: sqlStore,
+    from: "const floor = options.guard && options.floor > 0n ? options.floor : 0n;",
+    to: "const floor = 0n;",
+    tests: [PG],
+  },
+  {
+    id: "sql/raised-reported",
+    what: "a raise is reported (raised: true), so the generator sees the rollback",
+    file: sqlStore,
+    from: "return reservationOf(raised, count, floor > 0n, layout, key, field);",
+    to: "return reservationOf(raised, count, false, layout, key, field);",
+    tests: [PG],
+  },
+  {
+    id: "sql/stated-never-overrides",
+    what: "a stated setting stands in only for one the server would not tell",
+    file: sqlStore,
+    from: 'if (settings[name] === "unknown") settings[name] = value;',
+    to: "settings[name] = value;",
+    tests: [PG],
+  },
+  {
+    id: "sql/negative-refused",
+    what: "a negative counter (by hand) is refused as reply, never served",
+    file: sqlValues,
+    from: "if (value !== undefined && value < 0n) {",
+    to: "if (value !== undefined && value < -1_000_000n) {",
+    tests: [PG],
+  },
+  {
+    id: "sql/column-types",
+    what: "a table whose value column is not bigint is refused before any arithmetic",
+    file: sqlValues,
+    from: '(column === "value" || column === "step") && type.toLowerCase() !== integer',
+    to: "false",
+    tests: [MYSQL],
+  },
+  {
+    id: "sql/hostile-step",
+    what: "a remembered step that is not positive is ignored",
+    file: sqlValues,
+    from: "return step !== undefined && step > 0n &&",
+    to: "return step !== undefined && step > -10n &&",
+    tests: [PG],
+  },
+  {
+    id: "postgres/release-compare-and-set",
+    what: "release gives the tail back only while nobody reserved since",
+    file: pgStore,
+    from: "AND value = $4::bigint AND layout IS NULL RETURNING 1 AS released",
+    to: "AND value >= $4::bigint AND layout IS NULL RETURNING 1 AS released",
+    tests: [PG],
+  },
+  {
+    id: "mysql/release-compare-and-set",
+    what: "release gives the tail back only while nobody reserved since",
+    file: mysqlStore,
+    from: "AND value = CAST(? AS SIGNED) AND layout IS NULL",
+    to: "AND value >= CAST(? AS SIGNED) AND layout IS NULL",
+    tests: [MYSQL],
+  },
+  {
+    id: "postgres/day-pattern",
+    what: "day cleanup deletes yyyymmdd names only",
+    file: pgStore,
+    from: "name ~ '^[0-9]{8}$'",
+    to: "name ~ '^[0-9]{7,9}$'",
+    tests: [PG],
+  },
+  {
+    id: "mysql/day-cleanup-spares-members",
+    what: "day cleanup leaves an interleaved member's day-named counter alone",
+    file: mysqlStore,
+    from: "AND name < ? AND layout IS NULL",
+    to: "AND name < ?",
+    tests: [MYSQL],
+  },
+  {
+    id: "mysql/clock",
+    what: "now() is the database's clock",
+    file: mysqlStore,
+    from: 'epochMs(Number(rows[0]?.s) * 1000, "UNIX_TIMESTAMP()")',
+    to: 'epochMs(Number(rows[0]?.s) * 1000 + 3_600_000, "UNIX_TIMESTAMP()")',
+    tests: [MYSQL],
+  },
+  {
+    id: "postgres/deadlock-transient",
+    what: "a deadlock is unavailable (retried), not a reply error",
+    file: "src/stores/postgres/postgres_errors.ts",
+    from: '["40001", "40P01", "55P03"',
+    to: '["40001", "55P03"',
+    tests: [PG],
+  },
+  {
+    id: "postgres/unreachable-transient",
+    what: "a failure without a SQLSTATE (a refused connection) is connection, retried",
+    file: "src/stores/postgres/postgres_errors.ts",
+    from: '  if (state === undefined) {\n    return new KvIdError("connection"',
+    to: '  if (state === undefined) {\n    return new KvIdError("reply"',
+    tests: [PG],
+  },
+  {
+    id: "mysql/deadlock-transient",
+    what: "a deadlock is unavailable (retried), not a reply error",
+    file: "src/stores/mysql/mysql_errors.ts",
+    from: "new Set([1213, 1205,",
+    to: "new Set([1205,",
+    tests: [MYSQL],
+  },
   // The engine (src/engine/kvid.ts).
   {
     id: "engine/prefetch-prompt",
@@ -428,33 +547,33 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/batch-recheck",
     what: "nextBatch re-reads the day after waiting",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from:
-      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (count > 0",
+      "      if (gen !== this.#gen || this.#today.endedWhileWaiting(now, this.#clock)) {\n        continue;\n      }\n      if (count > 0",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (count > 0",
     tests: [EVIDENCE, DAILY],
   },
   {
     id: "daily/next-recheck",
     what: "next() re-reads the day after waiting",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from:
-      "      if (gen !== this.#gen || (now >= this.#recheckFrom && !(this.#clock() < this.#end))) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
+      "      if (gen !== this.#gen || this.#today.endedWhileWaiting(now, this.#clock)) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
     to: "      if (gen !== this.#gen) {\n        continue;\n      }\n      if (seq > this.#maxSeq)",
     tests: [DAILY],
   },
   {
     id: "daily/day-end",
     what: "the day ends at the next midnight (off by a day: the call spins)",
-    file: "src/daily/daily.ts",
-    from: "    this.#end = this.#zone.endOf(day, now);",
-    to: "    this.#end = this.#zone.endOf(day, now) - 86_400_000;",
+    file: "src/daily/day_switch.ts",
+    from: "    this.end = this.#zone.endOf(day, now);",
+    to: "    this.end = this.#zone.endOf(day, now) - 86_400_000;",
     tests: [DAILY],
   },
   {
     id: "daily/never-back",
     what: "a clock going back never dates IDs on an earlier day",
-    file: "src/daily/daily.ts",
+    file: "src/daily/day_switch.ts",
     from: "if (current !== undefined && day.ymd <= current.ymd) {",
     to: "if (false) {",
     tests: [DAILY, "tests/faults/clock_test.ts"],
@@ -462,7 +581,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/overflow",
     what: "seq past 10^digits - 1 is an overflow error",
-    file: "src/daily/daily.ts",
+    file: "src/daily/daily_generator.ts",
     from: "      if (seq > this.#maxSeq) {",
     to: "      if (false) {",
     tests: [DAILY],
@@ -470,7 +589,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-earlier-clock",
     what: "cleanup dates by the earlier of the caller's and the server's clock",
-    file: "src/stores/redis/daily_cleanup.ts",
+    file: "src/daily/day_cleanup.ts",
     from: "keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays)",
     to: "keepFrom(today, keepDays)",
     tests: [DAILY],
@@ -478,7 +597,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "daily/cleanup-keep-days",
     what: "cleanup keeps keepDays days before today",
-    file: "src/stores/redis/daily_cleanup.ts",
+    file: "src/daily/keep_days.ts",
     from: "return addDays(today, -keepDays);",
     to: "return addDays(today, -keepDays + 1);",
     tests: [DAILY],
@@ -520,7 +639,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/forbidden",
     what: "a name outside the token's scope is 403",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
     to:
@@ -530,10 +649,18 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/unauthorized",
     what: "a request without a valid token is 401",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
     to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',
     tests: [HTTP],
+  },
+  {
+    id: "service/store-forwarding",
+    what: "the service's timing wrapper keeps the store's give-back (issue 22's bug)",
+    file: "src/service/generators.ts",
+    from: "const value = Reflect.get(target, prop, target);",
+    to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
+    tests: ["tests/service_stores_test.ts"],
   },
 ];

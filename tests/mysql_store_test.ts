@@ -7,11 +7,14 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
-import { KvIdError } from "../mod.ts";
 import { MySqlStore, type MySqlStoreOptions } from "../src/stores/mysql/mod.ts";
 import { mysqlError } from "../src/stores/mysql/mysql_errors.ts";
-import { runStoreSpec } from "./stores/store_spec.ts";
-import { freshTable, runSqlStoreCases, type SqlHarness, type SqlStore } from "./sql_store_cases.ts";
+import {
+  deadlockVictim,
+  runSqlStoreSuite,
+  type SqlHarness,
+  type SqlStore,
+} from "./sql_store_cases.ts";
 import { type SqlServer, startMariaDb } from "./sql_servers.ts";
 
 type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
@@ -19,10 +22,10 @@ type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
 /** A harness over `server` whose pools are all ended on dispose. */
 function harness(server: SqlServer, driver: Driver): SqlHarness {
   const ends: (() => Promise<unknown>)[] = [];
-  const connect = (user: string, password: string) => {
+  const connect = (user: string, password: string, port = server.port) => {
     const pool = mysql.createPool({
       host: server.host,
-      port: server.port,
+      port,
       user,
       password,
       database: server.database,
@@ -43,6 +46,7 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
       new MySqlStore(connect(server.user, server.password), options) as SqlStore,
     storeAs: (user, password, options) =>
       new MySqlStore(connect(user, password), options) as SqlStore,
+    storeAt: (port) => new MySqlStore(connect(server.user, server.password, port)) as SqlStore,
     exec,
     async setValue(table, key, name, value) {
       await exec(`UPDATE ${table} SET value = ${value} WHERE hash_key = ? AND name = ?`, [
@@ -109,20 +113,7 @@ Deno.test("MySqlStore refuses what is not a client, a table name that is not an 
 
 Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async (t) => {
   await using server = await startMariaDb();
-  for (const driver of ["mysql2", "mysql2 (bigNumberStrings)"] as const) {
-    await t.step(driver, async (t) => {
-      await runSqlStoreCases(t, () => Promise.resolve(harness(server, driver)));
-    });
-    await t.step(`the shared Store spec, ${driver}`, async (t) => {
-      await using h = harness(server, driver);
-      // No corrupt(): the BIGINT column holds no non-integer (the cases check it refuses one).
-      await runStoreSpec(t, {
-        store: h.store({ table: freshTable() }),
-        contiguous: true,
-        layout: true,
-      });
-    });
-  }
+  await runSqlStoreSuite(t, server, ["mysql2", "mysql2 (bigNumberStrings)"] as const, harness);
 
   await t.step("a deadlock is transient (unavailable)", async () => {
     const options = {
@@ -138,41 +129,17 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
         "CREATE TABLE IF NOT EXISTS kvid_locks (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
       );
       await a.query("INSERT IGNORE INTO kvid_locks VALUES (1, 0), (2, 0)");
-      await a.query("START TRANSACTION");
-      await b.query("START TRANSACTION");
-      await a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
-      await b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
-      const results = await Promise.allSettled([
-        a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
-        b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
-      ]);
-      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      assert.ok(failed, "one of the two was chosen as the deadlock victim");
-      const err = mysqlError(failed.reason, "kvid", "order", "kvid_counters");
+      const victim = await deadlockVictim(
+        (q) => a.query(q),
+        (q) => b.query(q),
+        "START TRANSACTION",
+      );
+      const err = mysqlError(victim, "kvid", "order", "kvid_counters");
       assert.equal(err.code, "unavailable", err.message);
       assert.match(err.message, /1213/);
-      await a.query("ROLLBACK");
-      await b.query("ROLLBACK");
     } finally {
       await a.end();
       await b.end();
     }
-  });
-
-  await t.step("a server that is down: connection, then serves again after a restart", async () => {
-    await using h = harness(server, "mysql2");
-    const store = h.store();
-    const o = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
-    const before = await store.reserve("kvid", "restart", 10, o);
-    await server.kill();
-    const down = await store.reserve("kvid", "restart", 10, o).then(() => undefined, (e) => e);
-    assert.ok(down instanceof KvIdError, String(down));
-    assert.ok(["connection", "unavailable"].includes(down.code), down.message);
-    await server.start();
-    let after;
-    for (let i = 0; i < 50 && after === undefined; i++) {
-      after = await store.reserve("kvid", "restart", 10, o).catch(() => undefined);
-    }
-    assert.ok(after && after.ranges[0].first > before.ranges[0].last, "serves again, above");
   });
 });

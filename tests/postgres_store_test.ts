@@ -6,12 +6,15 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import pg from "pg";
-import { KvIdError } from "../mod.ts";
 import postgres from "postgres";
 import { PostgresStore, type PostgresStoreOptions } from "../src/stores/postgres/mod.ts";
 import { postgresError } from "../src/stores/postgres/postgres_errors.ts";
-import { runStoreSpec } from "./stores/store_spec.ts";
-import { freshTable, runSqlStoreCases, type SqlHarness, type SqlStore } from "./sql_store_cases.ts";
+import {
+  deadlockVictim,
+  runSqlStoreSuite,
+  type SqlHarness,
+  type SqlStore,
+} from "./sql_store_cases.ts";
 import { type SqlServer, startPostgres } from "./sql_servers.ts";
 
 type Driver = "pg" | "postgres.js";
@@ -19,10 +22,10 @@ type Driver = "pg" | "postgres.js";
 /** A harness over `server` whose clients are all ended on dispose. */
 function harness(server: SqlServer, driver: Driver): SqlHarness {
   const ends: (() => Promise<unknown>)[] = [];
-  const connect = (user: string, password: string) => {
+  const connect = (user: string, password: string, port = server.port) => {
     const options = {
       host: server.host,
-      port: server.port,
+      port,
       user,
       password,
       database: server.database,
@@ -56,6 +59,7 @@ function harness(server: SqlServer, driver: Driver): SqlHarness {
       new PostgresStore(connect(server.user, server.password), options) as SqlStore,
     storeAs: (user, password, options) =>
       new PostgresStore(connect(user, password), options) as SqlStore,
+    storeAt: (port) => new PostgresStore(connect(server.user, server.password, port)) as SqlStore,
     exec,
     async setValue(table, key, name, value) {
       await exec(`UPDATE ${table} SET value = ${value} WHERE hash_key = $1 AND name = $2`, [
@@ -117,20 +121,7 @@ Deno.test("PostgresStore refuses what is not a client, a table name that is not 
 
 Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and postgres.js", async (t) => {
   await using server = await startPostgres();
-  for (const driver of ["pg", "postgres.js"] as const) {
-    await t.step(driver, async (t) => {
-      await runSqlStoreCases(t, () => Promise.resolve(harness(server, driver)));
-    });
-    await t.step(`the shared Store spec, ${driver}`, async (t) => {
-      await using h = harness(server, driver);
-      // No corrupt(): the bigint column holds no non-integer (the cases check it refuses one).
-      await runStoreSpec(t, {
-        store: h.store({ table: freshTable() }),
-        contiguous: true,
-        layout: true,
-      });
-    });
-  }
+  await runSqlStoreSuite(t, server, ["pg", "postgres.js"] as const, harness);
 
   await t.step("a deadlock and a serialization failure are transient (unavailable)", async () => {
     const connect = () =>
@@ -148,22 +139,10 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
     try {
       await a.query("CREATE TABLE IF NOT EXISTS kvid_locks (id int PRIMARY KEY, v int)");
       await a.query("INSERT INTO kvid_locks VALUES (1, 0), (2, 0) ON CONFLICT DO NOTHING");
-      await a.query("BEGIN");
-      await b.query("BEGIN");
-      await a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
-      await b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
-      // Each now waits for the other: the server picks one to fail with 40P01.
-      const results = await Promise.allSettled([
-        a.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
-        b.query("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
-      ]);
-      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
-      assert.ok(failed, "one of the two was chosen as the deadlock victim");
-      const err = postgresError(failed.reason, "kvid", "order", "kvid_counters");
+      const victim = await deadlockVictim((q) => a.query(q), (q) => b.query(q), "BEGIN");
+      const err = postgresError(victim, "kvid", "order", "kvid_counters");
       assert.equal(err.code, "unavailable", err.message);
       assert.match(err.message, /40P01/);
-      await a.query("ROLLBACK");
-      await b.query("ROLLBACK");
       // Serializable transactions that read what the other writes: one fails with 40001.
       await a.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
       await b.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
@@ -181,22 +160,5 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
       await a.end();
       await b.end();
     }
-  });
-
-  await t.step("a server that is down: connection, then serves again after a restart", async () => {
-    await using h = harness(server, "pg");
-    const store = h.store();
-    const o = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
-    const before = await store.reserve("kvid", "restart", 10, o);
-    await server.kill();
-    const down = await store.reserve("kvid", "restart", 10, o).then(() => undefined, (e) => e);
-    assert.ok(down instanceof KvIdError, String(down));
-    assert.ok(["connection", "unavailable"].includes(down.code), down.message);
-    await server.start();
-    let after;
-    for (let i = 0; i < 50 && after === undefined; i++) {
-      after = await store.reserve("kvid", "restart", 10, o).catch(() => undefined);
-    }
-    assert.ok(after && after.ranges[0].first > before.ranges[0].last, "serves again, above");
   });
 });

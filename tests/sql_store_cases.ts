@@ -13,6 +13,8 @@ import { DailyId, KvId, KvIdError } from "../mod.ts";
 import type { ReserveOptions, Store, StoreDurability } from "../src/contract/store.ts";
 import type { IdRange } from "../src/contract/store.ts";
 import { rejectsWith } from "./assert.ts";
+import type { SqlServer } from "./sql_servers.ts";
+import { runStoreSpec } from "./stores/store_spec.ts";
 
 /** A SQL store as the cases use it. */
 export interface SqlStore extends Store {
@@ -40,6 +42,8 @@ export interface SqlHarness extends AsyncDisposable {
   store(options?: CaseStoreOptions): SqlStore;
   /** A store over a new client logged in as `user` with `password`. */
   storeAs(user: string, password: string, options?: CaseStoreOptions): SqlStore;
+  /** A store of the superuser's over a new client of port `port` on 127.0.0.1 instead. */
+  storeAt(port: number): SqlStore;
   /** Run SQL as the superuser (`?` or `$1` placeholders as the database has them). */
   exec(sql: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
   /** Set a counter's `value` column by hand (a text value is sent as is, uncast). */
@@ -64,6 +68,89 @@ let unique = 0;
 /** A table name no other case uses. */
 export function freshTable(): string {
   return `kvid_case_${Date.now().toString(36)}_${unique++}`;
+}
+
+/** A loopback port nothing listens on (just closed): a connection to it is refused. */
+export function closedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+/**
+ * Everything a SQL store's test file runs on its `server` with each of its `drivers`: the cases
+ * below, the shared Store spec, and a server killed and started again under a store.
+ */
+export async function runSqlStoreSuite<D extends string>(
+  t: Deno.TestContext,
+  server: SqlServer,
+  drivers: readonly D[],
+  harness: (server: SqlServer, driver: D) => SqlHarness,
+): Promise<void> {
+  for (const driver of drivers) {
+    await t.step(driver, async (t) => {
+      await runSqlStoreCases(t, () => Promise.resolve(harness(server, driver)));
+    });
+    await t.step(`the shared Store spec, ${driver}`, async (t) => {
+      await using h = harness(server, driver);
+      // No corrupt(): the bigint column holds no non-integer (the cases check it refuses one).
+      await runStoreSpec(t, {
+        store: h.store({ table: freshTable() }),
+        contiguous: true,
+        layout: true,
+        durable: true,
+        // Its pool is ended with the harness's.
+        unreachable: () =>
+          Promise.resolve({
+            store: h.storeAt(closedPort()),
+            [Symbol.asyncDispose]: () => Promise.resolve(),
+          }),
+      });
+    });
+  }
+
+  await t.step("a server that is down: connection, then serves again after a restart", async () => {
+    await using h = harness(server, drivers[0]);
+    const store = h.store();
+    const before = await store.reserve("kvid", "restart", 10, GUARD);
+    await server.kill();
+    const down = await store.reserve("kvid", "restart", 10, GUARD).then(() => undefined, (e) => e);
+    assert.ok(down instanceof KvIdError, String(down));
+    assert.ok(["connection", "unavailable"].includes(down.code), down.message);
+    await server.start();
+    let after;
+    for (let i = 0; i < 50 && after === undefined; i++) {
+      after = await store.reserve("kvid", "restart", 10, GUARD).catch(() => undefined);
+    }
+    assert.ok(after && after.ranges[0].first > before.ranges[0].last, "serves again, above");
+  });
+}
+
+/**
+ * Two connections (`a`, `b`: run one statement each) lock the rows 1 and 2 of `kvid_locks`
+ * (made by the caller) in opposite orders, each in a transaction opened with `begin`: the error
+ * of the one the server picks as the deadlock victim. Both are rolled back after.
+ */
+export async function deadlockVictim(
+  a: (sql: string) => Promise<unknown>,
+  b: (sql: string) => Promise<unknown>,
+  begin: string,
+): Promise<unknown> {
+  await a(begin);
+  await b(begin);
+  await a("UPDATE kvid_locks SET v = v + 1 WHERE id = 1");
+  await b("UPDATE kvid_locks SET v = v + 1 WHERE id = 2");
+  // Each now waits for the other: the server picks one to fail.
+  const results = await Promise.allSettled([
+    a("UPDATE kvid_locks SET v = v + 1 WHERE id = 2"),
+    b("UPDATE kvid_locks SET v = v + 1 WHERE id = 1"),
+  ]);
+  const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+  assert.ok(failed, "one of the two was chosen as the deadlock victim");
+  await a("ROLLBACK");
+  await b("ROLLBACK");
+  return failed.reason;
 }
 
 /** Run every case as a step of `t` over a harness `open()` makes for each. */

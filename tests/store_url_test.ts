@@ -8,7 +8,7 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvIdError } from "../mod.ts";
 import { optionsFromEnv } from "../src/service/mod.ts";
-import { storeFromUrl, storeKind } from "../src/stores/store_url.ts";
+import { STORE_URLS, storeFromUrl, storeKind } from "../src/stores/store_url.ts";
 import { startServeProcess } from "./service.ts";
 import { command, startServer } from "./server.ts";
 import { startMariaDb, startPostgres } from "./sql_servers.ts";
@@ -51,6 +51,51 @@ Deno.test("storeKind: the scheme picks the store; anything else is a config erro
     return true;
   });
   assert.throws(() => storeFromUrl("redis://127.0.0.1"), TypeError);
+});
+
+Deno.test("the registry: each scheme is one store's, named in the module doc and the refusal", async () => {
+  const doc = await Deno.readTextFile(new URL("../src/stores/store_url.ts", import.meta.url));
+  const table = doc.slice(0, doc.indexOf("@module"));
+  const refusal = (() => {
+    try {
+      storeKind("ftp://db");
+    } catch (err) {
+      return (err as Error).message;
+    }
+  })() ?? "";
+  const seen = new Set<string>();
+  for (const opener of STORE_URLS) {
+    for (const scheme of opener.schemes) {
+      assert.ok(!seen.has(scheme), `${scheme} is claimed twice`);
+      seen.add(scheme);
+      assert.equal(storeKind(`${scheme}//127.0.0.1/x`), opener.kind, scheme);
+      assert.ok(table.includes(`\`${scheme}//\``), `the module doc's table names ${scheme}//`);
+      assert.ok(refusal.includes(`${scheme}//`), `the refusal names ${scheme}//: ${refusal}`);
+    }
+  }
+});
+
+Deno.test("the registry: an opener says which optional methods its store has beyond the common ones", async () => {
+  await using postgres = await startPostgres();
+  await using mariadb = await startMariaDb();
+  const urls: Record<string, string> = { postgres: postgres.url, mysql: mariadb.url };
+  for (const opener of STORE_URLS) {
+    if (opener.open === undefined) continue; // Redis: the caller's client
+    const url = urls[opener.kind];
+    assert.ok(url !== undefined, `no server in this test for ${opener.kind}`);
+    const opened = await opener.open(url, { timeout: 5_000 });
+    try {
+      await opened.ping();
+      const also = "also" in opener ? opener.also : undefined;
+      assert.equal(typeof opened.store.giveBack === "function", also?.giveBack === true);
+      assert.equal(opened.store.reservesStep === true, also?.reservesStep === true);
+      const lazy = storeFromUrl(url);
+      assert.equal(typeof lazy.store.giveBack === "function", also?.giveBack === true);
+      await lazy.close();
+    } finally {
+      await opened.close();
+    }
+  }
 });
 
 Deno.test("optionsFromEnv: KVID_STORE_URL beside KVID_REDIS_URL", async () => {

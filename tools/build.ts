@@ -44,6 +44,60 @@ async function bundle(entry: string, out: string): Promise<void> {
   if (code !== 0) throw new Error(`deno bundle ${entry} failed (exit ${code})`);
 }
 
+const DECLARATION =
+  /^(?:export )?(?:declare )?(?:abstract )?(?:const|let|var|function|class|interface|type|enum) (\w+)/;
+
+/** The names declared at the top level of a declaration file. */
+function declaredNames(types: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of types.split("\n")) {
+    const m = DECLARATION.exec(line);
+    if (m) names.add(m[1]);
+  }
+  return names;
+}
+
+/**
+ * A declaration file without the top-level declarations (each with its doc comment) of the
+ * names in `declared`.
+ */
+function withoutDeclared(types: string, declared: Set<string>): string {
+  const chunks: { lines: string[]; name?: string }[] = [];
+  let current: { lines: string[]; name?: string } = { lines: [] };
+  for (const line of types.split("\n")) {
+    const m = DECLARATION.exec(line);
+    if (current.name !== undefined && (line.startsWith("/**") || m)) {
+      chunks.push(current);
+      current = { lines: [] };
+    }
+    current.lines.push(line);
+    if (m && current.name === undefined) current.name = m[1];
+  }
+  chunks.push(current);
+  return chunks.filter((c) => c.name === undefined || !declared.has(c.name))
+    .map((c) => c.lines.join("\n")).join("\n");
+}
+
+/** Every .ts file under `dir`, from the checkout's root. */
+async function sourcesUnder(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const e of Deno.readDir(new URL(`${dir}/`, root))) {
+    if (e.isDirectory) found.push(...await sourcesUnder(`${dir}/${e.name}`));
+    else if (e.name.endsWith(".ts")) found.push(`${dir}/${e.name}`);
+  }
+  return found;
+}
+
+/** The one source file whose path ends with `spec` (its `./` and `../` dropped). */
+function sourceFor(spec: string, sources: string[]): string {
+  const tail = spec.replace(/^(?:\.\.?\/)+/, "");
+  const matches = sources.filter((f) => f === tail || f.endsWith(`/${tail}`));
+  if (matches.length !== 1) {
+    throw new Error(`the declarations import ${spec}: ${matches.length} files under src/ match`);
+  }
+  return matches[0];
+}
+
 /** The names a module exports, as `deno doc` lists them. */
 async function exportsOf(entry: string): Promise<Set<string>> {
   const out = await new Deno.Command(Deno.execPath(), {
@@ -66,17 +120,35 @@ try {
   await bundle("mod.ts", new URL("mod.mjs", dist).pathname);
   const declarations = new URL("mod.d.mts", dist);
   let types = await Deno.readTextFile(declarations);
-  const dangling = /^import type \{[^}]*\} from "\.\/([\w/]+)\.ts";\n/gm;
+  // The bundler leaves the type imports it could not inline as they were written in each source
+  // file (relative to that file, e.g. "./redis_store.ts", "../contract/store.ts"): each is found
+  // by its path's tail under src/ and its declarations inlined, until none is left. A
+  // side-effect import (mod.ts installing the Redis resolver) has no types.
+  types = types.replace(/^import "[^"]+";\n/gm, "");
+  const sources = await sourcesUnder("src");
+  const dangling = /^import (?:type )?\{[^}]*\} from "((?:\.\.?\/)+[\w/]+\.ts)";\n/gm;
   const inlined = new Set<string>();
-  for (const [, name] of types.matchAll(dangling)) inlined.add(name);
-  types = types.replace(dangling, "");
-  for (const name of inlined) {
-    await bundle(`src/${name}.ts`, `${tmp}/${name}.mjs`);
-    const part = await Deno.readTextFile(`${tmp}/${name}.d.mts`);
-    // Its types, not its functions: mod.mjs does not export those.
-    types += `\n// From src/${name}.ts\n` +
-      part.replace(/^export declare function /gm, "declare function ")
-        .replace(/^export \{\};\n?/gm, "");
+  for (let round = 0; round < 10; round++) {
+    const wanted = new Set<string>();
+    for (const [, spec] of types.matchAll(dangling)) wanted.add(sourceFor(spec, sources));
+    types = types.replace(dangling, "");
+    const fresh = [...wanted].filter((file) => !inlined.has(file));
+    if (fresh.length === 0) break;
+    for (const file of fresh) {
+      inlined.add(file);
+      const name = file.replace(/\//g, "_").replace(/\.ts$/, "");
+      await bundle(file, `${tmp}/${name}.mjs`);
+      const part = await Deno.readTextFile(`${tmp}/${name}.d.mts`);
+      // Its types, not its functions (mod.mjs does not export those), and none declared already
+      // (a type the bundle of mod.ts has, or another file's copy of the same constant).
+      types += `\n// From ${file}\n` +
+        withoutDeclared(
+          part.replace(/^export declare function /gm, "declare function ")
+            .replace(/^import "[^"]+";\n/gm, "")
+            .replace(/^export \{\};\n?/gm, ""),
+          declaredNames(types),
+        );
+    }
   }
   // The bundled declarations export every module's exports; the package exports mod.ts's only.
   const publicNames = await exportsOf("mod.ts");

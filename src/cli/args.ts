@@ -1,32 +1,31 @@
 /**
- * The CLI's command line: options and help of each command, parsing and checking them into
- * {@linkcode Parsed}, the exit codes, and the error carrying one.
+ * The CLI's command line: the options every command takes, the help, and parsing and checking
+ * `argv` into a {@linkcode Parsed} command (the command table, `commands/mod.ts`, checks its
+ * own arguments).
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import config from "../../deno.json" with { type: "json" };
-import { ZonedDays } from "../daily/calendar.ts";
 import { storeKind } from "../stores/store_url.ts";
+import {
+  type Command,
+  integerArg,
+  type Job,
+  type OptionSpec,
+  type StandaloneCommand,
+} from "./command.ts";
+import { COMMAND_TABLE } from "./commands/mod.ts";
+import { CliError, EXIT, usage } from "./exit.ts";
 
 /** What `kvid --version` prints. */
 export const VERSION = `kvid (${config.name}) ${config.version}`;
 
-/** The exit codes of {@linkcode main}. */
-export const EXIT: Readonly<{ ok: 0; failed: 1; usage: 2; unreachable: 3 }> = Object.freeze({
-  ok: 0,
-  failed: 1,
-  usage: 2,
-  unreachable: 3,
-});
-
 const DEFAULT_URL = "redis://127.0.0.1:6379";
-const MAX_COUNT = 10_000_000;
-const MAX_I64 = 2n ** 63n - 1n;
+const DEFAULT_TIMEOUT_MS = 5_000;
 
-type OptionSpec = { type: "string" | "boolean"; short?: string };
-const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
+const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   url: { type: "string" },
   key: { type: "string" },
   json: { type: "boolean" },
@@ -34,38 +33,27 @@ const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 };
-const COMMAND_OPTIONS: Record<string, Record<string, OptionSpec>> = {
-  next: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
-  get: {},
-  list: {},
-  floor: { create: { type: "boolean" } },
-  daily: { "time-zone": { type: "string" } },
-  durability: {},
-  cleanup: {
-    "keep-days": { type: "string" },
-    "time-zone": { type: "string" },
-    "dry-run": { type: "boolean" },
-  },
-};
-const ARITY: Record<string, string[]> = {
-  next: ["name"],
-  get: ["name"],
-  list: [],
-  floor: ["name", "value"],
-  daily: ["name"],
-  cleanup: ["name"],
-  durability: [],
-};
+
+const STORE_COMMANDS = new Map<string, Command>();
+const STANDALONE = new Map<string, StandaloneCommand>();
+for (const c of COMMAND_TABLE) {
+  if ("parse" in c) STORE_COMMANDS.set(c.name, c);
+  else STANDALONE.set(c.name, c);
+}
+
+/** What runs on every store, for the help and the refusals: "next --create, cleanup, ...". */
+export const ANY_STORE: string = [...STORE_COMMANDS.values()].flatMap((c) => c.anyStore ?? [])
+  .join(", ");
 
 const COMMON_HELP = `Options of every command:
   --url <url>       Server, redis://[user:password@]host:port[/db] or rediss://...
-                    postgres://, mysql://: next --create only, for now
+                    or postgres://, mysql://, which run ${ANY_STORE}
                     Default: $KVID_STORE_URL, $KVID_REDIS_URL, else ${DEFAULT_URL}
   --key <hash>      The hash holding the counters. Default "kvid"
                     (daily, cleanup: "kvid:daily:<name>")
   --json            Print JSON (values as decimal strings, exact up to 2^63-1);
                     errors go to stderr as {"error": {"message", "exit"}}
-  --timeout <ms>    Give up after this long (connect and commands). Default 5000
+  --timeout <ms>    Give up after this long (connect and commands). Default ${DEFAULT_TIMEOUT_MS}
   -h, --help        Show help
   --version         Print the version
 
@@ -76,26 +64,11 @@ Exit codes: 0 done, 1 the command failed, 2 bad arguments,
  * Each command's usage and what it does: the list in `kvid --help`, and the table of the CLI's
  * module doc (src/cli/mod.ts; `tests/cli_test.ts` checks that they agree).
  */
-export const COMMANDS: readonly (readonly [usage: string, what: string])[] = [
-  ["next <name> [-n N] [--create]", "Reserve N IDs (default 1) and print them"],
-  ["get <name>", "Print the last reserved value of a counter"],
-  ["list", "Print the counters of the hash, then the daily serials"],
-  ["floor <name> <value> [--create]", "Raise a counter to at least <value>; never lower it"],
-  ["daily <name> [--time-zone Z]", "Print the day counters of a daily serial (DailyId)"],
-  [
-    "cleanup <name> --keep-days N [--time-zone Z] [--dry-run]",
-    "Delete old day counters of a daily serial",
-  ],
-  ["durability", "Print what the server can lose and the fix (exit 1 if a generator would refuse)"],
-  [
-    "encode [ID ...] [--form F] [--width N] [--encrypt]",
-    "Write IDs in a public form, no server (kvid encode --help)",
-  ],
-  ["decode [TEXT ...] [--form F] [--width N] [--encrypt]", "Read public forms back into IDs"],
-];
+export const COMMANDS: readonly (readonly [usage: string, what: string])[] = COMMAND_TABLE.map((
+  c,
+) => [c.usage, c.what] as const);
 
-const HELP: Record<string, string> = {
-  "": `kvid: admin CLI for @kvid/core counters (hash fields reserved with HINCRBY)
+const MAIN_HELP = `kvid: admin CLI for @kvid/core counters (hash fields reserved with HINCRBY)
 
 Usage: kvid <command> [arguments] [options]
 
@@ -104,123 +77,63 @@ ${COMMANDS.map(([usage, what]) => `  ${usage}\n      ${what}`).join("\n")}
 
 Run "kvid <command> --help" for a command's details.
 
-${COMMON_HELP}`,
-  next: `Usage: kvid next <name> [-n N] [--create] [options]
+${COMMON_HELP}`;
 
-Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> with one HINCRBY and print
-them, one per line; they are never handed out by a generator. A counter that does not exist
-is an error (exit 1: a typo would start a new counter at 1) unless --create is given.
---json prints {"key", "name", "first", "last", "count"}.
-
-  -n, --count <N>   How many IDs. Default 1
-  --create          Start the counter if it does not exist
-
-${COMMON_HELP}`,
-  get: `Usage: kvid get <name> [options]
-
-Print the last reserved value of counter <name> (the next ID is above it), read exactly.
-A missing counter is an error (exit 1). --json prints {"key", "name", "value"}.
-
-${COMMON_HELP}`,
-  list: `Usage: kvid list [options]
-
-Print every counter of the hash and its value, sorted by name, as "name<TAB>value"
-(names holding whitespace are JSON-quoted). --json prints {"key", "counters": {name: value}}.
-A counter of interleaved servers (redis: [...]) is shown as "(interleaved, <layout>, next
-cycle <m>)": its field on this server is a block cycle, not an ID (--json: under
-"interleaved": {name: {layout, cycle}}); next, get and floor refuse such a counter.
-Without --key, then the daily serials (DailyId, hashes kvid:daily:<name>) as
-"name<TAB>(daily, <n> days, last <day> <seq>)" (--json: under "daily": {name: {key, days,
-last: {day, value}}}); "kvid daily <name>" shows one's days.
-
-${COMMON_HELP}`,
-  floor: `Usage: kvid floor <name> <value> [options]
-
-Raise counter <name> to at least <value> (0 to 2^63-1), atomically: the next ID handed out
-is above <value>. Use it when moving from a database AUTO_INCREMENT: floor order <MAX(id)>.
-A counter already at <value> is left as is; one above it is never lowered (exit 1).
-Generators running meanwhile take their next segment above <value>. A counter that does
-not exist is an error (exit 1) unless --create is given. --json prints
-{"key", "name", "old", "new", "raised"}.
-
-  --create          Create the counter at <value> if it does not exist
-
-${COMMON_HELP}`,
-  daily: `Usage: kvid daily <name> [--time-zone Z] [options]
-
-Print the day counters of daily serial <name> (fields yyyymmdd of hash kvid:daily:<name>),
-oldest first, as "day<TAB>last seq", today's marked "(today)"; then how many days are
-stored. Today comes from this machine's clock in the time zone. A serial whose hash does not
-exist is an error (exit 1). --json prints {"key", "today", "days": {day: value}}.
-
-  --time-zone <zone>  IANA time zone of the DailyId. Default UTC
-
-${COMMON_HELP}`,
-  durability: `Usage: kvid durability [options]
-
-Read what the server can lose for the hash (INFO persistence and memory, CONFIG GET
-appendfsync and save, the hash's TTL: what every generator reads before its first
-reservation) and print each setting, then each problem with its fix. Exit 0 when a
-generator with durability: "strict" (the default) would serve, 1 when it would refuse.
---json prints {"key", "durable", "settings", "problems"}.
-
-${COMMON_HELP}`,
-  cleanup: `Usage: kvid cleanup <name> --keep-days N [--time-zone Z] [--dry-run] [options]
-
-Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N days old,
-N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
-fields are left alone. Today is the earlier of this machine's and the server's (TIME), in
-the time zone: a clock running ahead never deletes a day generators still use. A serial
-whose hash does not exist is an error (exit 1).
-
-  --keep-days <N>     Days to keep besides today, at least 1 (required)
-  --time-zone <zone>  IANA time zone of the DailyId. Default UTC
-  --dry-run           Print the fields that would be deleted, delete nothing
-
---json prints {"key", "before", "deleted"} (and "fields" with --dry-run).
-
-${COMMON_HELP}`,
-};
-
-/** A failure with its exit code. */
-export class CliError extends Error {
-  constructor(readonly exit: number, message: string) {
-    super(message);
-  }
-}
-
-export const usage = (message: string) =>
-  new CliError(EXIT.usage, `${message}\nRun "kvid --help" for usage.`);
-
+/** A command line, checked: the job and where it runs. */
 export interface Parsed {
-  command: string;
-  args: Record<string, string>;
+  /** The command's entry. */
+  command: Command;
+  /** What to run. */
+  job: Job;
+  /** `--url`, or its default; its scheme is a known one. */
   url: string;
+  /** The hash. */
   key: string;
+  /** `--json`. */
   json: boolean;
+  /** `--timeout`, in ms. */
   timeout: number;
-  /** next: how many IDs. */
-  count: number;
-  /** floor: the value, canonical decimal. */
-  value: string;
-  /** cleanup: days kept besides today, the zone, and whether to delete. */
-  keepDays: number;
-  zone: ZonedDays | undefined;
-  dryRun: boolean;
-  /** next, floor: start a counter that does not exist. */
-  create: boolean;
 }
 
 /** What `kvid` prints for `--help` or `--version`, without connecting. */
 export interface Print {
+  /** The text. */
   print: string;
 }
 
-export function parse(argv: string[]): Parsed | Print {
+/** A command that needs no store, with its arguments (`kvid help encode`: `--help`). */
+export interface Standalone {
+  /** The command. */
+  alone: StandaloneCommand;
+  /** The arguments after its name. */
+  args: string[];
+}
+
+/**
+ * Parse and check `argv` (as `Deno.args`), every argument before connecting.
+ *
+ * @example
+ * ```ts
+ * import { parse } from "./args.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const parsed = parse(["next", "order", "-n", "3", "--url", "redis://127.0.0.1:6379"]);
+ * assert.ok("job" in parsed && parsed.command.name === "next" && parsed.key === "kvid");
+ * assert.throws(() => parse(["next", "order", "-n", "0"]), /-n must be an integer/);
+ * ```
+ *
+ * @param argv The arguments.
+ * @returns The command to run, or what to print.
+ * @throws {CliError} Exit 2 for bad arguments, exit 1 for a name beginning with NUL.
+ */
+export function parse(argv: string[]): Parsed | Print | Standalone {
+  // A command without a store reads its own options (encode, decode).
+  const standalone = STANDALONE.get(argv[0]);
+  if (standalone !== undefined) return { alone: standalone, args: argv.slice(1) };
   // "-n=3" as "--count=3" is: parseArgs would read the value of a short option as "=3".
   argv = argv.flatMap((a) => /^-[a-zA-Z]=/.test(a) ? [a.slice(0, 2), a.slice(3)] : [a]);
   const all: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS };
-  for (const spec of Object.values(COMMAND_OPTIONS)) Object.assign(all, spec);
+  for (const c of STORE_COMMANDS.values()) Object.assign(all, c.options);
   checkNegative(argv, all);
   let first;
   try {
@@ -228,36 +141,40 @@ export function parse(argv: string[]): Parsed | Print {
   } catch (err) {
     throw usage(parseError(err));
   }
-  const command = first.positionals[0];
+  const name = first.positionals[0];
   if (first.values.version) return { print: VERSION };
-  if (command === undefined || command === "help") {
-    const topic = command === "help" ? first.positionals[1] ?? "" : "";
-    if (!(topic in HELP)) throw usage(`unknown command ${JSON.stringify(topic)}`);
-    if (first.values.help || command === "help") return { print: HELP[topic] };
+  if (name === undefined || name === "help") {
+    const topic = name === "help" ? first.positionals[1] ?? "" : "";
+    const alone = STANDALONE.get(topic);
+    if (alone !== undefined) return { alone, args: ["--help"] };
+    if (topic !== "" && !STORE_COMMANDS.has(topic)) {
+      throw usage(`unknown command ${JSON.stringify(topic)}`);
+    }
+    if (first.values.help || name === "help") return { print: helpOf(topic) };
     throw usage("no command given");
   }
-  if (!(command in COMMAND_OPTIONS)) throw usage(`unknown command ${JSON.stringify(command)}`);
-  if (first.values.help) return { print: HELP[command] };
+  const command = STORE_COMMANDS.get(name);
+  if (command === undefined) throw usage(`unknown command ${JSON.stringify(name)}`);
+  if (first.values.help) return { print: helpOf(name) };
   // Again with this command's options only, so a misplaced option is refused.
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
-      options: { ...GLOBAL_OPTIONS, ...COMMAND_OPTIONS[command] },
+      options: { ...GLOBAL_OPTIONS, ...command.options },
       allowPositionals: true,
       strict: true,
     });
   } catch (err) {
-    const message = (err as Error).message;
-    const option = /Unknown option '([^']+)'/.exec(message)?.[1];
-    throw usage(option ? `${command} has no option ${option}` : `${command}: ${parseError(err)}`);
+    const option = unknownOption(err);
+    throw usage(option ? `${name} has no option ${option}` : `${name}: ${parseError(err)}`);
   }
-  const names = ARITY[command];
+  const names = command.args;
   const positionals = parsed.positionals.slice(1);
   if (positionals.length !== names.length) {
     const shape = names.map((n) => `<${n}>`).join(" ");
     throw usage(
-      `${command} takes ${names.length || "no"} argument${names.length === 1 ? "" : "s"}` +
+      `${name} takes ${names.length || "no"} argument${names.length === 1 ? "" : "s"}` +
         `${shape ? ` (${shape})` : ""}, got ${positionals.length}`,
     );
   }
@@ -271,59 +188,26 @@ export function parse(argv: string[]): Parsed | Print {
       `the name must not begin with a NUL byte: such fields are the library's own ("\\0step:<name>", "\\0layout:<name>")`,
     );
   }
-
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const url = (values.url as string | undefined) || Deno.env.get("KVID_STORE_URL") ||
     Deno.env.get("KVID_REDIS_URL") || DEFAULT_URL;
-  checkUrl(url);
-  const key = (values.key as string | undefined) ??
-    (command === "cleanup" || command === "daily" ? `kvid:daily:${args.name}` : "kvid");
+  try {
+    storeKind(url, "--url");
+  } catch (err) {
+    throw usage((err as Error).message);
+  }
+  const key = (values.key as string | undefined) ?? command.defaultKey?.(args) ?? "kvid";
   if (key.length === 0) throw usage("--key must not be empty");
   const timeout = values.timeout === undefined
-    ? 5000
+    ? DEFAULT_TIMEOUT_MS
     : integerArg("--timeout", values.timeout as string, 1, 3_600_000);
-  // Every argument is checked here, before connecting.
-  const count = values.count === undefined
-    ? 1
-    : integerArg("-n", values.count as string, 1, MAX_COUNT);
-  let value = "";
-  if (command === "floor") {
-    const text = args.value;
-    if (!/^\d+$/.test(text) || BigInt(text) > MAX_I64) {
-      throw usage(
-        `floor: <value> must be an integer from 0 to 2^63-1, got ${JSON.stringify(text)}`,
-      );
-    }
-    value = BigInt(text).toString();
-  }
-  let keepDays = 0;
-  let zone: ZonedDays | undefined;
-  if (command === "cleanup" || command === "daily") {
-    if (command === "cleanup") {
-      if (values["keep-days"] === undefined) throw usage("cleanup: --keep-days N is required");
-      keepDays = integerArg("--keep-days", values["keep-days"] as string, 1, 100_000);
-    }
-    const zoneName = (values["time-zone"] as string | undefined) ?? "UTC";
-    try {
-      zone = new ZonedDays(zoneName);
-    } catch {
-      throw usage(`--time-zone: unknown time zone ${JSON.stringify(zoneName)}`);
-    }
-  }
-  return {
-    command,
-    args,
-    url,
-    key,
-    json: values.json === true,
-    timeout,
-    count,
-    value,
-    keepDays,
-    zone,
-    dryRun: values["dry-run"] === true,
-    create: values.create === true,
-  };
+  const job = command.parse({ args, values });
+  return { command, job, url, key, json: values.json === true, timeout };
+}
+
+function helpOf(topic: string): string {
+  const command = STORE_COMMANDS.get(topic);
+  return command === undefined ? MAIN_HELP : `${command.help}\n\n${COMMON_HELP}`;
 }
 
 /**
@@ -349,35 +233,20 @@ function checkNegative(argv: string[], options: Record<string, OptionSpec>): voi
   }
 }
 
+/** The option parseArgs refused as unknown (its error code says so; its message names it). */
+function unknownOption(err: unknown): string | undefined {
+  if ((err as { code?: string }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION") return undefined;
+  return /'([^']+)'/.exec((err as Error).message)?.[1];
+}
+
 /** parseArgs' message in a sentence of ours. */
 function parseError(err: unknown): string {
-  const message = (err as Error).message;
-  const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+  const unknown = unknownOption(err);
   if (unknown) return `unknown option ${unknown}`;
+  const message = (err as Error).message;
   const option = /Option '(-\w, )?(--[\w-]+)/.exec(message)?.[2];
   if (option && /argument missing/.test(message)) return `${option} needs a value`;
   if (option && /ambiguous/.test(message)) return `${option} needs a value`;
   if (option && /does not take an argument/.test(message)) return `${option} takes no value`;
   return message.split(". ")[0];
-}
-
-function integerArg(what: string, text: string, min: number, max: number): number {
-  const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= min && n <= max)) {
-    throw usage(`${what} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
-  }
-  return n;
-}
-
-function checkUrl(url: string): void {
-  try {
-    storeKind(url, "--url");
-  } catch (err) {
-    throw usage((err as Error).message);
-  }
-}
-
-/** The URL without its password, for messages. */
-export function redact(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, (_, auth: string) => `//${auth.replace(/:.*/, ":***")}@`);
 }

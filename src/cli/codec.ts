@@ -18,7 +18,7 @@ import {
   type RadixCodec,
   suffix,
 } from "../codec/mod.ts";
-import { CliError, EXIT, usage } from "./args.ts";
+import { CliError, EXIT, usage } from "./exit.ts";
 
 /** The environment variable holding the key(s), in hex: `<hex>` or `2:<hex>,1:<hex>`. */
 export const KEY_ENV = "KVID_ID_KEY";
@@ -129,6 +129,9 @@ function codecOf(values: Record<string, string | boolean | undefined>, io: Codec
  * @param command `"encode"` or `"decode"`.
  * @param args The arguments after it.
  * @param io Where to read and write.
+ * @returns The exit code ({@linkcode EXIT}): 0 when every value was written.
+ * @throws {CliError} Exit 2 for bad options or a missing key, exit 1 for the first bad value
+ *   (naming its argument or line; the values before it are written).
  */
 export async function codecCommand(
   command: "encode" | "decode",

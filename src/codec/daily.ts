@@ -6,7 +6,6 @@
  * @module
  */
 
-import type { DailyIdFormat } from "../daily/daily_options.ts";
 import { prefix } from "./affix.ts";
 import { asBigInt, asNumber, type Codec, offset } from "./codec.ts";
 import { decimal } from "./radix.ts";
@@ -52,8 +51,14 @@ export function dailyForm(format: "string", digits: number): Codec<string>;
  * @param format The `DailyId` format.
  * @param digits Digits of the per-day sequence.
  */
-export function dailyForm(format: DailyIdFormat, digits: number): Codec<number | bigint | string>;
-export function dailyForm(format: DailyIdFormat, digits: number): Codec<number | bigint | string> {
+export function dailyForm(
+  format: "number" | "bigint" | "string",
+  digits: number,
+): Codec<number | bigint | string>;
+export function dailyForm(
+  format: "number" | "bigint" | "string",
+  digits: number,
+): Codec<number | bigint | string> {
   const max = 99991231n * 10n ** BigInt(digits) + 10n ** BigInt(digits) - 1n;
   switch (format) {
     case "number":
@@ -79,7 +84,7 @@ export function dailyForm(format: DailyIdFormat, digits: number): Codec<number |
  * @param day The day, `yyyymmdd`.
  */
 export function dayForm(
-  format: DailyIdFormat,
+  format: "number" | "bigint" | "string",
   digits: number,
   day: string,
 ): Codec<number | bigint | string> {

@@ -67,6 +67,14 @@ export type KvIdErrorCode =
  *
  * - `"name-too-long"`: a name within the generator's limits that the store cannot key (Deno KV:
  *   2 KiB keys).
+ * - `"auth"`: the server refused the credentials, or a command to this user (`NOAUTH`,
+ *   `WRONGPASS`, `NOPERM`; a SQL login): a `"config"` error the CLI reports as exit 3.
+ * - `"not-a-hash"`: a `"reply"` error: the counter's key holds a value of another type (Redis
+ *   `WRONGTYPE`), the same on every server that holds it.
+ * - `"not-a-counter"`: a `"reply"` error: the counter holds something other than a non-negative
+ *   integer (Redis: not an integer; Deno KV: not a `Deno.KvU64`).
+ * - `"unexpected-range"`: a `"reply"` error: a member of interleaved servers replied a range of
+ *   cycles other than the one asked for.
  *
  * @example
  * ```ts
@@ -78,7 +86,13 @@ export type KvIdErrorCode =
  * assert.ok(err.code === "config" && err.reason === "name-too-long");
  * ```
  */
-export type KvIdErrorReason = "" | "name-too-long";
+export type KvIdErrorReason =
+  | ""
+  | "name-too-long"
+  | "auth"
+  | "not-a-hash"
+  | "not-a-counter"
+  | "unexpected-range";
 
 /**
  * Options of {@linkcode KvIdError}.

@@ -58,10 +58,16 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   // Kvrocks words some refusals differently and, inside a script, prefixes them
   // ("... @user_script:1: Invalid argument: WRONGTYPE ...").
   if (/(^|: )WRONGTYPE/.test(message)) {
-    return new KvIdError("reply", "the key holds a value that is not a hash", where);
+    return new KvIdError("reply", "the key holds a value that is not a hash", {
+      ...where,
+      reason: "not-a-hash",
+    });
   }
   if (NOT_AN_INTEGER.test(message)) {
-    return new KvIdError("reply", "the counter field does not hold an integer", where);
+    return new KvIdError("reply", "the counter field does not hold an integer", {
+      ...where,
+      reason: "not-a-counter",
+    });
   }
   if (/^KVID_LAYOUT/.test(message)) {
     return new KvIdError(
@@ -72,10 +78,16 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   }
   // Setup mistakes waiting cannot fix: said at once as "config", the server's words included.
   if (/(^|: )(NOAUTH|WRONGPASS)|invalid password|auth/i.test(message)) {
-    return new KvIdError("config", `authentication failed: ${message}`, where);
+    return new KvIdError("config", `authentication failed: ${message}`, {
+      ...where,
+      reason: "auth",
+    });
   }
   if (/(^|: )NOPERM|can't run this command|no permissions/i.test(message)) {
-    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, where);
+    return new KvIdError("config", `the user may not run what kvid needs: ${message}`, {
+      ...where,
+      reason: "auth",
+    });
   }
   if (/unknown command|Unknown Redis command/i.test(message)) {
     return new KvIdError(

@@ -52,55 +52,96 @@ export type DailyIdFormat = "number" | "bigint" | "string";
  */
 export interface DailyIdOptions {
   /**
-   * The Redis client, or a function returning one (called on first use and shared).
-   * Default: the one given to {@linkcode configure}.
+   * The Redis client, or a function returning one (called on first use and shared); when
+   * undefined, the one given to {@linkcode configure}.
+   *
+   * @default {undefined}
    */
   redis?: RedisSource;
   /**
    * A custom store instead of `redis`, e.g. a `DenoKvStore`. {@linkcode DailyId.cleanup} and
    * `keepDays` then need a store with `deleteDaysBefore` (`DenoKvStore` has it) or `redis`.
+   *
+   * @default {undefined}
    */
   store?: Store;
-  /** The hash holding one counter per day, in fields named `yyyymmdd`. Default `"kvid:daily:<name>"`. */
+  /**
+   * The hash holding one counter per day, in fields named `yyyymmdd`.
+   *
+   * @default {"kvid:daily:<name>"}
+   */
   key?: string;
   /**
    * Digits of the per-day sequence: IDs are `yyyymmdd * 10^digits + seq`, seq from 1 to
-   * `10^digits - 1`. Default 6 (999,999 IDs a day). At most 7 with the `number` format (so IDs
-   * stay within `Number.MAX_SAFE_INTEGER` up to year 9999), at most 10 with `bigint` and
-   * `string` (so they fit a signed 64-bit integer).
+   * `10^digits - 1`; 6 is 999,999 IDs a day. At most 7 with the `number` format (so IDs stay
+   * within `Number.MAX_SAFE_INTEGER` up to year 9999), at most 10 with `bigint` and `string`
+   * (so they fit a signed 64-bit integer).
+   *
+   * @default {6}
    */
   digits?: number;
   /**
    * The IANA time zone whose calendar days the IDs are dated by, e.g. `"Asia/Shanghai"`.
-   * Default `"UTC"`. Every process issuing IDs of one name should use the same zone.
+   * Every process issuing IDs of one name should use the same zone.
+   *
+   * @default {"UTC"}
    */
   timeZone?: string;
-  /** `"number"` (default), `"bigint"`, or `"string"` (the decimal digits, seq zero-padded). */
+  /**
+   * `"number"`, `"bigint"`, or `"string"` (the decimal digits, seq zero-padded).
+   *
+   * @default {"number"}
+   */
   format?: DailyIdFormat;
   /**
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
    * in the background whenever this generator starts a day; at least 1. Ages are counted by the
-   * earlier of this clock and the Redis server's (`TIME`), so a process whose clock runs ahead
-   * never deletes a day others still use. Default: never.
+   * earlier of this clock and the store's (Redis `TIME`, a SQL database's clock; Deno KV has
+   * none), so a process whose clock runs ahead never deletes a day others still use.
+   * Undefined: never.
+   *
+   * @default {undefined}
    */
   keepDays?: number;
   /**
-   * Wall clock in epoch ms, read on every call to date IDs (and by the step sizing). Default
-   * `Date.now`; inject one in tests.
+   * Wall clock in epoch ms, read on every call to date IDs (and by the step sizing); inject
+   * one in tests.
+   *
+   * @default {Date.now}
    */
   clock?: () => number;
-  /** Smallest and first step of each day (IDs per reservation). Default 1. */
+  /**
+   * Smallest and first step of each day (IDs per reservation).
+   *
+   * @default {1}
+   */
   minStep?: number;
   /**
-   * Largest step, capped at `10^digits - 1`. Default `10^(digits - 3)` (at least 1), a
-   * thousandth of a day's serials, so a restart or a midnight drops few of them.
+   * Largest step, capped at `10^digits - 1`. By default a thousandth of a day's serials (at
+   * least 1 and at least `minStep`), so a restart or a midnight drops few of them: 1,000 with
+   * 6 digits.
+   *
+   * @default {10 ** (digits - 3)}
    */
   maxStep?: number;
-  /** Target lifetime of a segment in ms, which the step adapts to. Default 600,000. */
+  /**
+   * Target lifetime of a segment in ms, which the step adapts to.
+   *
+   * @default {600000}
+   */
   segmentDuration?: number;
-  /** Fraction of a segment left when the next one is reserved; 0: no prefetch. Default 0.2. */
+  /**
+   * Fraction of a segment left when the next one is reserved; 0: no prefetch.
+   *
+   * @default {0.2}
+   */
   prefetchAt?: number;
-  /** How long, in ms, a call waits for a reservation before it rejects. Default 5,000. */
+  /**
+   * How long, in ms, a call waits for a reservation (and a cleanup for the store) before it
+   * rejects.
+   *
+   * @default {5000}
+   */
   timeout?: number;
   /**
    * During a known outage, calls reject at once as `"unavailable"` while a probe retries (see
@@ -109,9 +150,17 @@ export interface DailyIdOptions {
    * @default {true}
    */
   failFast?: boolean;
-  /** Send the highest reserved seq as a floor with each reservation (see KvId). Default true. */
+  /**
+   * Send the highest reserved seq as a floor with each reservation (see KvId).
+   *
+   * @default {true}
+   */
   guard?: boolean;
-  /** How far past the floor a counter found below it is raised. Default 0. */
+  /**
+   * How far past the floor a counter found below it is raised.
+   *
+   * @default {0}
+   */
   rollbackMargin?: number;
   /**
    * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
@@ -124,10 +173,14 @@ export interface DailyIdOptions {
    * Hand serials out only once the server confirms the reservation is fsynced to its AOF
    * (`WAITAOF`, Redis and Valkey >= 7.2; skipped without it; see KvId).
    *
-   * @default true
+   * @default {true}
    */
   waitAof?: boolean;
-  /** How the step adapts: `"doubling"` (default) or `"rate"` (see KvId). */
+  /**
+   * How the step adapts: `"doubling"` or `"rate"` (see KvId).
+   *
+   * @default {"doubling"}
+   */
   stepRule?: StepRule;
   /**
    * What the generator accepts from its store: `"strict"` refuses a server that can lose a
@@ -143,6 +196,28 @@ export interface DailyIdOptions {
    */
   serverSettings?: Record<string, string>;
 }
+
+/**
+ * The defaults `DailyId` applies itself, named by the `@default` of each
+ * {@linkcode DailyIdOptions} option (the options it hands on to each day's `KvId` get that
+ * generator's defaults; `key` is `keyPrefix` then the name; `maxStep` is computed from `digits`;
+ * `clock` is `Date.now` as it is when the generator is made, so a stubbed one is seen).
+ */
+export const DAILY_ID_DEFAULTS: Readonly<{
+  keyPrefix: string;
+  digits: number;
+  timeZone: string;
+  format: DailyIdFormat;
+  minStep: number;
+  timeout: number;
+}> = Object.freeze({
+  keyPrefix: "kvid:daily:",
+  digits: 6,
+  timeZone: "UTC",
+  format: "number",
+  minStep: 1,
+  timeout: 5_000,
+});
 
 /**
  * A snapshot of a {@linkcode DailyId}'s state, from {@linkcode DailyId.stats}.

@@ -1,8 +1,9 @@
 /**
  * One URL picks the store, for the service (`KVID_STORE_URL`) and the CLI (`--url`): its scheme
- * names the kind ({@linkcode storeKind}), and a store of a kind other than Redis is made by a
- * factory that imports its driver only when that scheme is used ({@linkcode storeFromUrl}), so
- * a Redis user never loads a SQL driver.
+ * names the kind ({@linkcode storeKind}), and a store of a kind other than Redis is made by the
+ * opener its folder provides (`src/stores/<store>/url.ts`, listed in {@linkcode STORE_URLS}),
+ * which imports the store and its driver only when that scheme is used
+ * ({@linkcode storeFromUrl}), so a Redis user never loads a SQL driver.
  *
  * | scheme                       | store                                    |
  * | ---------------------------- | ---------------------------------------- |
@@ -15,17 +16,55 @@
 
 import { KvIdError } from "../contract/errors.ts";
 import type { Store } from "../contract/store.ts";
+import { MYSQL_URL } from "./mysql/url.ts";
+import { POSTGRES_URL } from "./postgres/url.ts";
+
+/** What a store opened from its URL gives: the store, its readiness probe, how to close it. */
+export interface OpenedStore {
+  /** The store. */
+  store: Store;
+  /** Resolves when the server answers (the service's `/readyz`). */
+  ping(): Promise<void>;
+  /** Close what the opener connected. */
+  close(): Promise<void>;
+}
+
+/**
+ * How the stores of one kind open from a URL: what each store's folder provides (its `url.ts`)
+ * and {@linkcode STORE_URLS} lists.
+ */
+export interface StoreOpener<K extends string = string> {
+  /** The kind, e.g. `"postgres"`: what {@linkcode storeKind} returns. */
+  readonly kind: K;
+  /** The URL schemes, with their colon: `["postgres:", "postgresql:"]`. */
+  readonly schemes: readonly string[];
+  /**
+   * Import the store and its driver (only now: a user of another scheme never loads them) and
+   * connect within `timeout` ms. Left out by Redis, whose URL the caller opens with its own
+   * client (it knows Redis-only commands).
+   */
+  open?(url: string, options: { timeout: number }): Promise<OpenedStore>;
+  /**
+   * The optional methods of {@linkcode Store} beyond those every URL store is seen through
+   * (`reserve`, `release`, `loadStep`, `saveStep`, `deleteDaysBefore`, `durability`, `now`)
+   * that the opened store has: the lazy store forwards them too. Default: none.
+   */
+  readonly also?: { giveBack?: boolean; reservesStep?: boolean };
+}
+
+/** A Redis, Valkey or Kvrocks URL: opened by the caller's Redis client, not here. */
+const REDIS_URL: StoreOpener<"redis"> = { kind: "redis", schemes: ["redis:", "rediss:"] };
+
+/** Every kind of store a URL can name, by scheme: one entry per store that has URLs. */
+export const STORE_URLS = [REDIS_URL, POSTGRES_URL, MYSQL_URL] as const;
 
 /** The kinds of store a URL can name. */
-export type StoreKind = "redis" | "postgres" | "mysql";
+export type StoreKind = (typeof STORE_URLS)[number]["kind"];
 
-const KINDS: Readonly<Record<string, StoreKind>> = {
-  "redis:": "redis",
-  "rediss:": "redis",
-  "postgres:": "postgres",
-  "postgresql:": "postgres",
-  "mysql:": "mysql",
-};
+/** The opener of `scheme` (`"postgres:"`), or undefined. */
+function openerOf(scheme: string): (typeof STORE_URLS)[number] | undefined {
+  return STORE_URLS.find((o) => o.schemes.includes(scheme));
+}
 
 /** The URL without its password, for messages and labels. */
 export function redactStoreUrl(url: string): string {
@@ -57,16 +96,17 @@ export function storeKind(url: string, what = "the store URL"): StoreKind {
   } catch {
     throw new KvIdError("config", `${what} is not a URL: ${JSON.stringify(redactStoreUrl(url))}`);
   }
-  const kind = KINDS[scheme];
-  if (kind === undefined) {
+  const opener = openerOf(scheme);
+  if (opener === undefined) {
+    const schemes = STORE_URLS.flatMap((o) => o.schemes.map((s) => `${s}//`));
     throw new KvIdError(
       "config",
-      `${what} has an unknown scheme "${scheme}" (${
-        JSON.stringify(redactStoreUrl(url))
-      }): use redis://, rediss://, postgres://, postgresql:// or mysql://`,
+      `${what} has an unknown scheme "${scheme}" (${JSON.stringify(redactStoreUrl(url))}): use ${
+        schemes.slice(0, -1).join(", ")
+      } or ${schemes.at(-1)}`,
     );
   }
-  return kind;
+  return opener.kind;
 }
 
 /** A store opened from a URL, connecting on its first use. */
@@ -80,53 +120,6 @@ export interface UrlStore {
   /** The URL without its password. */
   label: string;
 }
-
-/** What a factory opens: the store, its readiness probe, and how to close it. */
-interface Opened {
-  store: Store;
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** A kind's factory: imports its driver (only then) and connects. */
-type Factory = (url: string, options: { timeout: number }) => Promise<Opened>;
-
-// The SQL stores, by kind, each importing its store and driver only when its scheme is used.
-const FACTORIES: Readonly<Record<Exclude<StoreKind, "redis">, Factory>> = {
-  postgres: async (url, { timeout }) => {
-    const [{ default: pg }, { PostgresStore }] = await Promise.all([
-      import("pg"),
-      import("./postgres/postgres_store.ts"),
-    ]);
-    const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: timeout });
-    // An idle client's error (a restarted server) is emitted on the pool: unheard, pg would
-    // crash the process; the next query reconnects.
-    pool.on("error", () => {});
-    return {
-      store: new PostgresStore(pool),
-      ping: async () => void await pool.query("SELECT 1"),
-      close: () => pool.end(),
-    };
-  },
-  mysql: async (url, { timeout }) => {
-    const [{ default: mysql }, { MySqlStore }] = await Promise.all([
-      import("mysql2/promise"),
-      import("./mysql/mysql_store.ts"),
-    ]);
-    // Integers as strings: a BIGINT above 2^53 is read exactly.
-    const pool = mysql.createPool({
-      uri: url,
-      connectTimeout: timeout,
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-    });
-    return {
-      store: new MySqlStore(pool),
-      ping: async () => void await pool.query("SELECT 1"),
-      close: () => pool.end(),
-    };
-  },
-};
 
 /**
  * The store of a non-Redis URL, made lazily: nothing is imported or connected until the first
@@ -153,13 +146,14 @@ export function storeFromUrl(
   options: { timeout?: number; what?: string } = {},
 ): UrlStore {
   const what = options.what ?? "the store URL";
-  const kind = storeKind(url, what);
-  if (kind === "redis") {
-    throw new TypeError("storeFromUrl: redis:// URLs are opened with a Redis client");
+  storeKind(url, what);
+  const opener: StoreOpener = openerOf(new URL(url).protocol)!;
+  const factory = opener.open?.bind(opener);
+  if (factory === undefined) {
+    throw new TypeError(`storeFromUrl: ${opener.kind} URLs are opened with the caller's client`);
   }
-  const factory = FACTORIES[kind];
   const timeout = options.timeout ?? 5_000;
-  let opened: Promise<Opened> | undefined;
+  let opened: Promise<OpenedStore> | undefined;
   let closed = false;
   const open = () => {
     if (closed) return Promise.reject(new KvIdError("closed", `${what}: the store was closed`));
@@ -210,6 +204,12 @@ export function storeFromUrl(
       return await s.now();
     },
   };
+  // What the opener says its store has beyond those: forwarded too, never silently dropped.
+  if (opener.also?.giveBack) {
+    store.giveBack = async (key, field, ranges) =>
+      await (await open()).store.giveBack?.(key, field, ranges) ?? 0;
+  }
+  if (opener.also?.reservesStep) Object.assign(store, { reservesStep: true });
   return {
     store,
     ready: async () => await (await open()).ping(),

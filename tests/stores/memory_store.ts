@@ -6,10 +6,8 @@
  */
 
 import { KvIdError } from "../../mod.ts";
+import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../../src/stores/mod.ts";
-
-const MAX_ID = (1n << 63n) - 1n;
-const DAY = /^\d{8}$/;
 
 /** Every method of the contract, atomic because JavaScript runs one call at a time. */
 export class MemoryStore implements Store {
@@ -68,10 +66,13 @@ export class MemoryStore implements Store {
 
   /** Delete the day counters before `before`; see {@linkcode Store.deleteDaysBefore}. */
   deleteDaysBefore(key: string, before: string): Promise<number> {
+    if (!DAY_FIELD.test(before)) {
+      return Promise.reject(new RangeError(`MemoryStore: not a yyyymmdd day: ${before}`));
+    }
     const hash = this.#hash(key);
     let deleted = 0;
     for (const field of [...hash.keys()]) {
-      if (DAY.test(field) && field < before) {
+      if (DAY_FIELD.test(field) && field < before) {
         hash.delete(field);
         deleted++;
       }

@@ -11,8 +11,8 @@
  * `Deno.openKv` is still unstable in Deno 2: run with `--unstable-kv` (or
  * `"unstable": ["kv"]` in deno.json). Deno Deploy needs no flag.
  *
- * (This file is over 500 lines on purpose: one class, one concept, and about half of it the
- * JSDoc and running examples of its public members.)
+ * Beside this file: its options, defaults and stats (`deno_kv_options.ts`), the KV layout of
+ * the counters (`deno_kv_layout.ts`) and the failures to open the database (`deno_kv_errors.ts`).
  *
  * ## Deno KV and Deno Deploy
  *
@@ -84,105 +84,21 @@ import type {
   Store,
   StoreDurability,
 } from "../../contract/store.ts";
-import { stepField } from "../../contract/store.ts";
+import { DAY_FIELD, MAX_ID, stepField } from "../../contract/store.ts";
+import { isBusy, openError } from "./deno_kv_errors.ts";
+import { counterValue, dayOf } from "./deno_kv_layout.ts";
+import {
+  denoKvConfig,
+  type DenoKvSource,
+  type DenoKvStoreOptions,
+  type DenoKvStoreStats,
+} from "./deno_kv_options.ts";
 import { checkLayout, LAYOUT_FIELD_PREFIX as LAYOUT_PREFIX } from "../interleaved/layout.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { Reservation, ReserveOptions, Store };
 export type { IdRange };
-
-/**
- * Where a {@linkcode DenoKvStore} gets its database: an open `Deno.Kv` (yours to close), a path
- * for `Deno.openKv(path)` (`":memory:"` for a throwaway one), or a function returning a
- * `Deno.Kv` (sync or async). A path or a function is opened on the first reservation.
- *
- * @example The three kinds of source
- * ```ts
- * import { type DenoKvSource, DenoKvStore } from "@kvid/core/deno-kv";
- * import assert from "node:assert/strict";
- *
- * using kv = await Deno.openKv(":memory:"); // an open Deno.Kv stays yours to close
- * const sources: DenoKvSource[] = [kv, ":memory:", () => Deno.openKv(":memory:")];
- * for (const source of sources) {
- *   using store = new DenoKvStore(source); // a path or a function: opened and closed by the store
- *   const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
- *   const { ranges } = await store.reserve("kvid", "order", 5, options);
- *   assert.ok(ranges[0].first === 1n && ranges[0].last === 5n);
- * }
- * ```
- */
-export type DenoKvSource = Deno.Kv | string | (() => Deno.Kv | Promise<Deno.Kv>);
-
-/**
- * Options of {@linkcode DenoKvStore}.
- *
- * @example Counters under a prefix in a shared database
- * ```ts
- * import { KvId } from "@kvid/core";
- * import { DenoKvStore, type DenoKvStoreOptions } from "@kvid/core/deno-kv";
- * import assert from "node:assert/strict";
- *
- * using kv = await Deno.openKv(":memory:");
- * const options: DenoKvStoreOptions = { prefix: ["shop", "ids"], maxAttempts: 8 };
- * using store = new DenoKvStore(kv, options);
- * await using ORDER_ID = new KvId("order", { store, minStep: 10 });
- * assert.ok(await ORDER_ID.next() === 1);
- * const entry = await kv.get<Deno.KvU64>(["shop", "ids", "kvid", "order"]);
- * assert.ok(entry.value?.value === 10n); // one reservation of 10 IDs
- * ```
- */
-export interface DenoKvStoreOptions {
-  /**
-   * KV key parts put before `[key, name]`, to keep the counters apart from other data in a
-   * shared database. Default `[]`: the counter of `new KvId("order")` is `["kvid", "order"]`.
-   */
-  prefix?: Deno.KvKey;
-  /**
-   * How many check-and-set attempts one reservation makes before it gives up (a transient
-   * `"conflict"` {@linkcode KvIdError} the generator retries after its backoff). Default 32.
-   */
-  maxAttempts?: number;
-  /** The longest pause between two attempts, in ms; pauses are jittered. Default 50. */
-  maxBackoff?: number;
-}
-
-/**
- * Counters of a {@linkcode DenoKvStore}, from {@linkcode DenoKvStore.stats}.
- *
- * @example After one uncontended reservation
- * ```ts
- * import { DenoKvStore, type DenoKvStoreStats } from "@kvid/core/deno-kv";
- * import assert from "node:assert/strict";
- *
- * using store = new DenoKvStore(":memory:");
- * await store.reserve("kvid", "order", 100, { floor: 0n, raiseTo: 0n, guard: true, exact: true });
- * const stats: DenoKvStoreStats = store.stats();
- * assert.ok(stats.reservations === 1 && stats.conflicts === 0 && stats.maxAttempts === 1);
- * ```
- */
-export interface DenoKvStoreStats {
-  /** Reservations committed. */
-  reservations: number;
-  /** Attempts that lost the check-and-set to another writer and were retried. */
-  conflicts: number;
-  /**
-   * Attempts that found the database locked by another process (SQLite busy on a shared local
-   * file) and were retried like a conflict.
-   */
-  busy: number;
-  /** The most attempts one committed reservation needed (1 when never contended). */
-  maxAttempts: number;
-  /** Reservations that gave up after `maxAttempts` conflicting attempts. */
-  exhausted: number;
-  /** Counters found below the caller's floor and raised (rollback guard). */
-  raised: number;
-}
-
-/** 2^63-1: the Redis and Rust-crate limit, kept so both backends agree on the ID space. */
-const MAX_ID = (1n << 63n) - 1n;
-const DEFAULT_MAX_ATTEMPTS = 32;
-const DEFAULT_MAX_BACKOFF_MS = 50;
-const DATE_FIELD = /^\d{8}$/;
+export type { DenoKvSource, DenoKvStoreOptions, DenoKvStoreStats };
 
 /**
  * A {@linkcode Store} on Deno KV: pass it as the `store` option of `KvId`. It opens the
@@ -231,36 +147,11 @@ export class DenoKvStore implements Store, Disposable {
    * @param options See {@linkcode DenoKvStoreOptions}.
    */
   constructor(source?: DenoKvSource, options: DenoKvStoreOptions = {}) {
-    if (
-      source !== undefined && typeof source !== "string" && typeof source !== "function" &&
-      typeof (source as Partial<Deno.Kv> | null)?.atomic !== "function"
-    ) {
-      throw new TypeError(
-        "DenoKvStore takes a Deno.Kv, a path for Deno.openKv, or a function returning a Deno.Kv",
-      );
-    }
-    const prefix = options.prefix ?? [];
-    if (!Array.isArray(prefix) || !prefix.every(isKeyPart)) {
-      throw new TypeError(
-        "DenoKvStore option prefix must be an array of KV key parts (string, number, bigint, boolean, Uint8Array)",
-      );
-    }
-    const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 10_000) {
-      throw new RangeError(
-        `DenoKvStore option maxAttempts must be an integer from 1 to 10000, got ${maxAttempts}`,
-      );
-    }
-    const maxBackoff = options.maxBackoff ?? DEFAULT_MAX_BACKOFF_MS;
-    if (typeof maxBackoff !== "number" || !(maxBackoff >= 0 && maxBackoff <= 60_000)) {
-      throw new RangeError(
-        `DenoKvStore option maxBackoff must be a number from 0 to 60000, got ${maxBackoff}`,
-      );
-    }
+    const { prefix, maxAttempts, maxBackoff } = denoKvConfig(source, options);
     this.#source = source;
     this.#owned = source === undefined || typeof source === "string" ||
       typeof source === "function";
-    this.#prefix = [...prefix];
+    this.#prefix = prefix;
     this.#maxAttempts = maxAttempts;
     this.#maxBackoff = maxBackoff;
   }
@@ -490,17 +381,27 @@ export class DenoKvStore implements Store, Disposable {
    */
   async deleteDaysBefore(key: string, before: string): Promise<number> {
     const field = `<${before}`;
-    if (!DATE_FIELD.test(before)) {
+    if (!DAY_FIELD.test(before)) {
       throw new RangeError(`DenoKvStore.deleteDaysBefore: not a yyyymmdd day: ${before}`);
     }
     const kv = await this.#open(key, field);
     const prefix = [...this.#prefix, key];
     let deleted = 0;
     try {
+      // A counter of interleaved servers named like a day (its layout entry is there too) is a
+      // KvId's, not a day's: deleting it would restart that member at cycle 0 under its layout.
+      const owned = new Set<string>();
+      const old: Deno.KvEntry<unknown>[] = [];
       for await (const entry of kv.list({ prefix })) {
-        const day = entry.key[prefix.length];
-        if (entry.key.length !== prefix.length + 1 || typeof day !== "string") continue;
-        if (!DATE_FIELD.test(day) || day >= before) continue;
+        const part = entry.key[prefix.length];
+        if (entry.key.length === prefix.length + 1 && typeof part === "string") {
+          if (part.startsWith(LAYOUT_PREFIX)) owned.add(part.slice(LAYOUT_PREFIX.length));
+        }
+        const day = dayOf(entry.key, prefix.length);
+        if (day !== undefined && day < before) old.push(entry);
+      }
+      for (const entry of old) {
+        if (owned.has(entry.key[prefix.length] as string)) continue;
         // Only if unchanged since listed: a counter written meanwhile is in use, left alone.
         const done = await kv.atomic().check(entry).delete(entry.key).commit();
         if (done.ok) deleted++;
@@ -574,81 +475,9 @@ export class DenoKvStore implements Store, Disposable {
       return new KvIdError(
         "config",
         "the KV key is too large (Deno KV keys are at most 2 KiB): use a shorter name, key or prefix",
-        where,
+        { ...where, reason: "name-too-long" },
       );
     }
     return new KvIdError("connection", `Deno KV failed: ${message}`, where);
   }
-}
-
-/**
- * Why the database could not be opened. A setup mistake that waiting cannot fix (no
- * `--unstable-kv`, a directory that does not exist, a missing permission) is `"config"`, said at
- * once; anything else may heal and is retried as `"connection"`.
- */
-function openError(cause: unknown, source: DenoKvSource | undefined, key: string, field: string) {
-  const where = { key, field, cause };
-  if (typeof Deno.openKv !== "function") {
-    return new KvIdError(
-      "config",
-      'Deno.openKv is not available: run with --unstable-kv (or "unstable": ["kv"] in deno.json)',
-      where,
-    );
-  }
-  const message = cause instanceof Error ? cause.message : String(cause);
-  const path = typeof source === "string" ? ` ${JSON.stringify(source)}` : "";
-  if (
-    cause instanceof Deno.errors.NotFound || /unable to open database file/i.test(message)
-  ) {
-    return new KvIdError(
-      "config",
-      `could not open the Deno KV database${path}: does its directory exist? (${message})`,
-      where,
-    );
-  }
-  if (
-    cause instanceof Deno.errors.PermissionDenied ||
-    (Deno.errors.NotCapable !== undefined && cause instanceof Deno.errors.NotCapable)
-  ) {
-    return new KvIdError(
-      "config",
-      `could not open the Deno KV database${path}: ${message}`,
-      where,
-    );
-  }
-  return new KvIdError(
-    "connection",
-    `could not open the Deno KV database${path}: ${message}`,
-    where,
-  );
-}
-
-function isKeyPart(part: unknown): boolean {
-  return ["string", "number", "bigint", "boolean"].includes(typeof part) ||
-    part instanceof Uint8Array;
-}
-
-/** SQLite's "database is locked"/"busy": a local file shared by processes, under write load. */
-function isBusy(err: unknown): boolean {
-  return err instanceof Error && /database is (locked|busy)/i.test(err.message);
-}
-
-/** The counter in an entry's value: 0 when absent; a KvU64, bigint or safe integer otherwise. */
-function counterValue(value: unknown, where: { key: string; field: string }): bigint {
-  if (value === null || value === undefined) return 0n;
-  let n: bigint | undefined;
-  if (value instanceof Deno.KvU64) n = value.value;
-  else if (typeof value === "bigint") n = value;
-  else if (typeof value === "number" && Number.isSafeInteger(value)) n = BigInt(value);
-  if (n === undefined || n < 0n) {
-    throw new KvIdError(
-      "reply",
-      "the counter entry does not hold a non-negative integer (a Deno.KvU64)",
-      where,
-    );
-  }
-  if (n > MAX_ID) {
-    throw new KvIdError("overflow", `the counter (${n}) is above 2^63-1`, where);
-  }
-  return n;
 }

@@ -6,15 +6,16 @@
  * @module
  */
 
-import { deadlineTimer } from "../../contract/deadline_timer.ts";
-import { KvIdError } from "../../contract/errors.ts";
-import type {
-  DurabilityOptions,
-  IdRange,
-  Reservation,
-  ReserveOptions,
-  Store,
-  StoreDurability,
+import { withDeadline } from "../../contract/deadline_timer.ts";
+import { KvIdError, type KvIdErrorReason } from "../../contract/errors.ts";
+import {
+  type DurabilityOptions,
+  type IdRange,
+  MAX_ID,
+  type Reservation,
+  type ReserveOptions,
+  type Store,
+  type StoreDurability,
 } from "../../contract/store.ts";
 import { durabilityRefusal, mergeDurability } from "../../contract/durability.ts";
 import { toKvIdError } from "../../contract/store_errors.ts";
@@ -71,7 +72,6 @@ const RTT_FACTOR = 8;
 const MIN_ATTEMPT_MS = 200;
 const MEMBER_BACKOFF_BASE_MS = 100;
 const MEMBER_BACKOFF_MAX_MS = 2_000;
-const MAX_ID = (1n << 63n) - 1n;
 
 /** What is known of one member's health, shared by every interleaved store over it. */
 interface Health {
@@ -234,6 +234,7 @@ export class InterleavedStore implements Store {
           throw new KvIdError(error.code, `member ${i}: ${error.message}`, {
             key,
             field,
+            reason: error.reason,
             cause: error,
           });
         }
@@ -277,35 +278,24 @@ export class InterleavedStore implements Store {
     options: ReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
-    let cancelTimer: (() => void) | undefined;
-    let late = false;
     const started = performance.now();
-    const attempt = this.#run(i, key, field, blocks, options, limitMs);
     // A late reply is dropped: its blocks are spent, never handed out. Its round trip is
     // learned, so the next attempt on a slower link than measured so far waits long enough.
-    attempt.then(() => {
-      if (late) learnLate(healthOf(this.#members[i]), performance.now() - started);
-    }, () => {});
-    try {
-      return await Promise.race([
-        attempt,
-        new Promise<never>((_, reject) => {
-          // A timer late because the event loop was blocked gives the reply more time.
-          cancelTimer = deadlineTimer(limitMs, () => {
-            late = true;
-            reject(
-              new KvIdError(
-                "timeout",
-                `member ${i} did not answer within ${Math.round(limitMs)} ms`,
-                { key, field },
-              ),
-            );
-          });
+    // (A timer late because the event loop was blocked gives the reply more time.)
+    return await withDeadline(
+      this.#run(i, key, field, blocks, options, limitMs),
+      limitMs,
+      () =>
+        new KvIdError("timeout", `member ${i} did not answer within ${Math.round(limitMs)} ms`, {
+          key,
+          field,
         }),
-      ]);
-    } finally {
-      cancelTimer?.();
-    }
+      (late) => {
+        if (late.status === "fulfilled") {
+          learnLate(healthOf(this.#members[i]), performance.now() - started);
+        }
+      },
+    );
   }
 
   async #run(
@@ -379,6 +369,7 @@ export class InterleavedStore implements Store {
     if (got.length !== 1 || got[0].last - got[0].first + 1n !== k || got[0].first < 1n) {
       throw new KvIdError("reply", "the store replied an unexpected range of cycles", {
         ...where,
+        reason: "unexpected-range",
         cause: new Error(JSON.stringify(got, (_, v) => typeof v === "bigint" ? String(v) : v)),
       });
     }
@@ -428,27 +419,17 @@ export class InterleavedStore implements Store {
         problems: [],
       };
     }
-    let cancelTimer: (() => void) | undefined;
-    try {
-      const probe = member.durability(key, options);
-      probe.catch(() => {});
-      const d = await Promise.race([
-        probe,
-        new Promise<never>((_, reject) => {
-          cancelTimer = deadlineTimer(limitMs, () =>
-            reject(
-              new KvIdError("timeout", `member ${i} did not answer the durability probe`, {
-                key,
-                field: options.field,
-              }),
-            ));
+    const d = await withDeadline(
+      member.durability(key, options),
+      limitMs,
+      () =>
+        new KvIdError("timeout", `member ${i} did not answer the durability probe`, {
+          key,
+          field: options.field,
         }),
-      ]);
-      this.#probed[i] = d;
-      return d;
-    } finally {
-      cancelTimer?.();
-    }
+    );
+    this.#probed[i] = d;
+    return d;
   }
 
   /** The least cycle m >= 0 whose block m * N + i starts above `floor`. */
@@ -484,9 +465,16 @@ function max(a: bigint, b: bigint): bigint {
 /** Errors that are the counter's or the configuration's, the same on every member. */
 function isRefusal(error: KvIdError): boolean {
   if (error.code === "config" || error.code === "overflow") return true;
-  return error.code === "reply" &&
-    /not a hash|not hold an integer|non-negative integer|unexpected range/.test(error.message);
+  return error.code === "reply" && REFUSED_REPLIES.has(error.reason);
 }
+
+// A counter's own state, the same on every member that holds it: retrying another member
+// cannot heal it. Other "reply" errors (a member refusing a statement) may be that member's.
+const REFUSED_REPLIES = new Set<KvIdErrorReason>([
+  "not-a-hash",
+  "not-a-counter",
+  "unexpected-range",
+]);
 
 function memberBackoff(failures: number): number {
   const ms = Math.min(

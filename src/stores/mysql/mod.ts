@@ -136,11 +136,4 @@
  */
 
 export { type MySqlQueryable, MySqlStore, type MySqlStoreOptions } from "./mysql_store.ts";
-export type {
-  DurabilityOptions,
-  IdRange,
-  Reservation,
-  ReserveOptions,
-  Store,
-  StoreDurability,
-} from "../../contract/store.ts";
+export type * from "../sql/entry_types.ts";

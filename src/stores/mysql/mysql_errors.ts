@@ -61,7 +61,10 @@ export function mysqlError(err: unknown, key: string, field: string, table: stri
     return new KvIdError("connection", `the connection to MySQL failed: ${said}`, where);
   }
   if (errno === 1045 || errno === 1698) {
-    return new KvIdError("config", `MySQL refused the login (user or password): ${said}`, where);
+    return new KvIdError("config", `MySQL refused the login (user or password): ${said}`, {
+      ...where,
+      reason: "auth",
+    });
   }
   if (errno === 1049) {
     return new KvIdError("config", `the database does not exist: ${said}`, where);

@@ -147,11 +147,4 @@ export {
   PostgresStore,
   type PostgresStoreOptions,
 } from "./postgres_store.ts";
-export type {
-  DurabilityOptions,
-  IdRange,
-  Reservation,
-  ReserveOptions,
-  Store,
-  StoreDurability,
-} from "../../contract/store.ts";
+export type * from "../sql/entry_types.ts";

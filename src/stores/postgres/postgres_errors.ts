@@ -69,7 +69,7 @@ export function postgresError(
     return new KvIdError(
       "config",
       `PostgreSQL refused the login (user or password): ${said}`,
-      where,
+      { ...where, reason: "auth" },
     );
   }
   if (state === "3D000" || state === "3F000") {

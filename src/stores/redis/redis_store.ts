@@ -316,7 +316,12 @@ export class RedisStore implements Store {
 
   /** The server's clock (`TIME`) in epoch ms; see {@linkcode Store.now}. */
   async now(): Promise<number> {
-    return serverNow(await this.#clientFor("", ""));
+    const client = await this.#clientFor("", "");
+    try {
+      return await serverNow(client);
+    } catch (err) {
+      throw toKvIdError(err, "", "");
+    }
   }
 
   async #clientFor(key: string, field: string): Promise<RedisClient> {
@@ -408,6 +413,7 @@ export class RedisStore implements Store {
     if (status === "notint") {
       throw new KvIdError("reply", "the counter field does not hold an integer", {
         ...where,
+        reason: "not-a-counter",
         cause: new Error(`found ${JSON.stringify(a)}`),
       });
     }

@@ -1,20 +1,17 @@
 /**
- * What the PostgreSQL and MySQL stores share: the counter table's name and limits, the checks on
- * what goes into it, and the reading of integers that must stay exact.
+ * The values of a SQL store's counter table: its name and limits, the checks on what goes into
+ * it, and the reading of what comes out (integers that must stay exact, a hostile row).
  *
  * @module
  */
 
-import { KvIdError } from "../contract/errors.ts";
-import { interleavedCounter, otherLayout, singleStoreCounter } from "./interleaved/layout.ts";
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../daily/calendar.ts";
-import type { Reservation, ReserveOptions } from "../contract/store.ts";
+import { KvIdError } from "../../contract/errors.ts";
+import { MAX_ID, type Reservation, type ReserveOptions } from "../../contract/store.ts";
+import { interleavedCounter, otherLayout, singleStoreCounter } from "../interleaved/layout.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../daily/calendar.ts";
 
 /** The table a SQL store keeps its counters in unless told otherwise. */
 export const DEFAULT_TABLE = "kvid_counters";
-
-/** 2^63-1: the largest ID, as on Redis and in the Rust crate (a `bigint` column's largest). */
-export const MAX_ID = (1n << 63n) - 1n;
 
 /**
  * The longest hash key or counter name a SQL store takes, in characters: the key columns are
@@ -22,9 +19,6 @@ export const MAX_ID = (1n << 63n) - 1n;
  * same limit is kept on PostgreSQL so a counter moves between the two.
  */
 export const MAX_SQL_NAME_CHARS = 255;
-
-/** A day's counter name of a `DailyId`. */
-export const DAY_NAME = /^\d{8}$/;
 
 // A table name, optionally schema-qualified: plain identifiers only, so it can be spliced into
 // SQL (it is never a bound parameter) without quoting rules that differ between databases.

@@ -1,0 +1,202 @@
+/**
+ * What a CLI command is: one entry of the command table ({@linkcode Command}: its usage, help,
+ * options, and `parse` turning its arguments into a {@linkcode Job} that runs on the store of
+ * `--url`), what a job is handed ({@linkcode Context}, {@linkcode Target}), and the checks and
+ * output helpers the commands share.
+ *
+ * @module
+ */
+
+import type { Store } from "../contract/store.ts";
+import { CliError, EXIT, usage } from "./exit.ts";
+import type { RedisOps } from "./redis_ops.ts";
+
+/** An option of a command, as `node:util`'s `parseArgs` takes it. */
+export interface OptionSpec {
+  /** A string takes a value, a boolean does not. */
+  type: "string" | "boolean";
+  /** The one-letter form, e.g. `"n"` for `-n`. */
+  short?: string;
+}
+
+/** Option values as `parseArgs` reads them, by long name. */
+export type OptionValues = Readonly<Record<string, string | boolean | undefined>>;
+
+/** What `parse` of a {@linkcode Command} is given: its arguments by name and its options. */
+export interface CommandInput {
+  /** The positional arguments, named as {@linkcode Command.args} names them. */
+  args: Readonly<Record<string, string>>;
+  /** The options given. */
+  values: OptionValues;
+}
+
+/** The store a job runs on, opened from `--url`. */
+export interface Target {
+  /** The store, through the contract: every store the URL can name. */
+  store: Store;
+  /** On `redis://` and `rediss://`: the commands that read and write the hash directly. */
+  redis: RedisOps | undefined;
+  /** The URL's scheme, e.g. `"postgres:"`. */
+  scheme: string;
+}
+
+/** What a running job is handed. */
+export interface Context {
+  /** The hash (`--key`, or the command's default). */
+  key: string;
+  /** `--json`: print JSON, values as exact decimal strings. */
+  json: boolean;
+  /** The store. */
+  target: Target;
+  /** Print one result line (or several, joined by newlines) to standard output. */
+  out(line: string): void;
+  /** Print a line for people (a summary, a note) to standard error. */
+  note(line: string): void;
+}
+
+/** A command, checked and ready to run on a store. */
+export interface Job {
+  /**
+   * When this job needs Redis (it reads or writes the hash directly, which the Store contract has
+   * no call for): the refusal (exit 2) on a URL of `scheme` (`"postgres:"`), given `anyStore`,
+   * what the CLI runs there. Undefined: it runs on any store.
+   */
+  redisOnly?: (scheme: string, anyStore: string) => string;
+  /** Run it. */
+  run(context: Context): Promise<void>;
+}
+
+/**
+ * One entry of the command table: `kvid <name> ...`.
+ *
+ * @example A command that prints the store's clock
+ * ```ts
+ * import type { Command } from "./command.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const clock: Command = {
+ *   name: "clock",
+ *   usage: "clock",
+ *   what: "Print the server's clock",
+ *   help: "Usage: kvid clock [options]\n\nPrint the server's clock, in ms since the epoch.",
+ *   options: {},
+ *   args: [],
+ *   anyStore: "clock",
+ *   parse: () => ({ run: async ({ target, out }) => out(String(await target.store.now?.())) }),
+ * };
+ * assert.ok(clock.args.length === 0);
+ * ```
+ */
+export interface Command {
+  /** The command, the first argument. */
+  name: string;
+  /** Its usage, as `kvid --help` and the CLI's module doc table list it. */
+  usage: string;
+  /** What it does, in one line of `kvid --help`. */
+  what: string;
+  /** `kvid <name> --help`, before the options every command takes. */
+  help: string;
+  /** Its own options, besides the ones every command takes. */
+  options: Readonly<Record<string, OptionSpec>>;
+  /** Its positional arguments, by name. */
+  args: readonly string[];
+  /** The hash when `--key` is not given; without it, `"kvid"`. */
+  defaultKey?: (args: Readonly<Record<string, string>>) => string;
+  /**
+   * What of it runs on every store (`"next --create"`, `"cleanup"`), for the help and the
+   * refusals; undefined when it runs on Redis only.
+   */
+  anyStore?: string;
+  /**
+   * Check the arguments and options (before connecting) into the job to run.
+   *
+   * @throws {CliError} Exit 2 for a bad argument or option, exit 1 for a refused name.
+   */
+  parse(input: CommandInput): Job;
+}
+
+/**
+ * A command that needs no store (`encode`, `decode`): it reads its own arguments and resolves to
+ * the exit code.
+ */
+export interface StandaloneCommand {
+  /** The command, the first argument. */
+  name: string;
+  /** Its usage, as `kvid --help` and the CLI's module doc table list it. */
+  usage: string;
+  /** What it does, in one line of `kvid --help`. */
+  what: string;
+  /**
+   * Run it with the arguments after its name.
+   *
+   * @throws {CliError} A failure with its exit code.
+   */
+  runAlone(args: string[]): Promise<number>;
+}
+
+/** The refusal of a Redis-only job on another store: `what` names it, `why` says why. */
+export function onlyOnRedis(
+  what: string,
+  why: string,
+): (scheme: string, anyStore: string) => string {
+  return (scheme, anyStore) =>
+    `${what} runs on redis:// and rediss:// URLs only for now (${why}); on ${scheme}// the CLI has ${anyStore}`;
+}
+
+/**
+ * The Redis commands of a job that needs Redis (refused before connecting elsewhere, so they
+ * are there).
+ *
+ * @throws {TypeError} On a target without Redis (a job whose `redisOnly` was not checked).
+ */
+export function redisOf(target: Target): RedisOps {
+  if (target.redis === undefined) throw new TypeError("a Redis-only job ran on another store");
+  return target.redis;
+}
+
+/**
+ * An integer option or argument from `min` to `max`.
+ *
+ * @throws {CliError} Exit 2 naming `what`, for anything else.
+ */
+export function integerArg(what: string, text: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw usage(`${what} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+/**
+ * Refuse a counter that does not exist (`HGET` finds nothing) unless --create: a typo must not
+ * start a new one.
+ *
+ * @throws {CliError} Exit 1, naming the counter and the fix.
+ */
+export async function mustExist(redis: RedisOps, key: string, name: string): Promise<void> {
+  if (await redis.hGet(key, name) !== null) return;
+  throw new CliError(
+    EXIT.failed,
+    `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}: check the name ` +
+      `("kvid list"), or pass --create to start it`,
+  );
+}
+
+/** "1 day", "2 days". */
+export function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** A name as printed in a list: JSON-quoted if it holds whitespace, a quote or a backslash. */
+export function quoted(name: string): string {
+  return /[\s"\\]/.test(name) ? JSON.stringify(name) : name;
+}
+
+/** Print the IDs `first..last`, one a line, ten thousand lines a write. */
+export function printIds(out: (lines: string) => void, first: bigint, last: bigint): void {
+  for (let from = first; from <= last; from += 10_000n) {
+    const lines = [];
+    for (let x = from; x <= last && x < from + 10_000n; x++) lines.push(x);
+    out(lines.join("\n"));
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * `mysql://` URLs (the service's `KVID_STORE_URL`, the CLI's `--url`): a {@linkcode MySqlStore}
+ * on an `npm:mysql2` pool, both imported only when such a URL is used.
+ *
+ * @module
+ */
+
+import type { StoreOpener } from "../store_url.ts";
+
+/** How a MySQL or MariaDB URL opens: a `mysql2` pool reading big integers as strings. */
+export const MYSQL_URL: StoreOpener<"mysql"> = {
+  kind: "mysql",
+  schemes: ["mysql:"],
+  async open(url, { timeout }) {
+    const [{ default: mysql }, { MySqlStore }] = await Promise.all([
+      import("mysql2/promise"),
+      import("./mysql_store.ts"),
+    ]);
+    // Integers as strings: a BIGINT above 2^53 is read exactly.
+    const pool = mysql.createPool({
+      uri: url,
+      connectTimeout: timeout,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+    });
+    return {
+      store: new MySqlStore(pool),
+      ping: async () => void await pool.query("SELECT 1"),
+      close: () => pool.end(),
+    };
+  },
+};

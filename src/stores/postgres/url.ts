@@ -1,0 +1,29 @@
+/**
+ * `postgres://` and `postgresql://` URLs (the service's `KVID_STORE_URL`, the CLI's `--url`): a
+ * {@linkcode PostgresStore} on an `npm:pg` pool, both imported only when such a URL is used.
+ *
+ * @module
+ */
+
+import type { StoreOpener } from "../store_url.ts";
+
+/** How a PostgreSQL URL opens: a `pg.Pool` on it, and the store on the pool. */
+export const POSTGRES_URL: StoreOpener<"postgres"> = {
+  kind: "postgres",
+  schemes: ["postgres:", "postgresql:"],
+  async open(url, { timeout }) {
+    const [{ default: pg }, { PostgresStore }] = await Promise.all([
+      import("pg"),
+      import("./postgres_store.ts"),
+    ]);
+    const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: timeout });
+    // An idle client's error (a restarted server) is emitted on the pool: unheard, pg would
+    // crash the process; the next query reconnects.
+    pool.on("error", () => {});
+    return {
+      store: new PostgresStore(pool),
+      ping: async () => void await pool.query("SELECT 1"),
+      close: () => pool.end(),
+    };
+  },
+};
