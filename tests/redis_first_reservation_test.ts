@@ -10,7 +10,12 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RedisClient } from "../mod.ts";
-import type { DurabilityOptions, ReserveOptions } from "../src/contract/store.ts";
+import {
+  type DurabilityOptions,
+  poolField,
+  type ReserveOptions,
+  stepField,
+} from "../src/contract/store.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
@@ -69,7 +74,7 @@ for (const kind of CLIENTS) {
       const firstReply = events.findIndex((e) => e.startsWith("<"));
       const sentBefore = events.slice(0, firstReply);
       const sentAfter = events.slice(firstReply).filter((e) => e.startsWith(">"));
-      // Sent at once: the one script (10 arguments: the reservation's 7 and the verdict's 3),
+      // Sent at once: the one script (6 arguments: the reservation's and the verdict's flags),
       // the three CONFIG GETs and the probe of WAITAOF (which waits for nothing).
       assert.deepEqual(
         sentBefore.toSorted(),
@@ -77,7 +82,7 @@ for (const kind of CLIENTS) {
           "> CONFIG GET",
           "> CONFIG GET",
           "> CONFIG GET",
-          "> EVAL/10 order",
+          "> EVAL/6 order",
           "> WAITAOF 0",
         ].toSorted(),
         events.join(" | "),
@@ -102,7 +107,7 @@ for (const kind of CLIENTS) {
       const user = sent.filter((e) => e.endsWith(" user"));
       assert.equal(user.length, 1, sent.join());
       assert.match(user[0], /^> EVAL(SHA)?\/7 user$/);
-      assert.ok(!sent.some((e) => e.startsWith("> CONFIG") || e.startsWith("> EVAL/10")));
+      assert.ok(!sent.some((e) => e.startsWith("> CONFIG") || e.startsWith("> EVAL/6")));
     },
   });
 }
@@ -118,7 +123,7 @@ Deno.test({
     try {
       assert.deepEqual(await Promise.all(gens.map((g) => g.next())), gens.map(() => 1));
       const sent = timeline.events.filter((e) => e.startsWith(">"));
-      const first = sent.filter((e) => e.startsWith("> EVAL/10"));
+      const first = sent.filter((e) => e.startsWith("> EVAL/6"));
       assert.equal(first.length, 1, sent.join());
       assert.equal(sent.filter((e) => e === "> CONFIG GET").length, 3, sent.join());
       assert.equal(sent.filter((e) => e === "> WAITAOF 0").length, 1, sent.join());
@@ -190,6 +195,22 @@ Deno.test({
       await using id = new KvId("order", { redis: client.redis, durability: "best-effort" });
       await assert.rejects(id.next(), /maxmemory-policy is allkeys-lru/);
       assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "not touched");
+    });
+    await t.step("the pool and the remembered step: taken by the same call", async () => {
+      await using server = await startServer();
+      await command(server.url, "HSET", "kvid", "order", "500", stepField("order"), "64");
+      await command(server.url, "HSET", "kvid", poolField("order"), "101-200 301-400");
+      await using client = await openClient("node-redis", server.url);
+      const store = new RedisStore(client.redis);
+      const reply = await store.reserve("kvid", "order", 8, { ...RESERVE, durability: ASKED });
+      // At least the remembered 64 IDs, from the pool's first range; the rest stays pooled.
+      assert.deepEqual(reply.ranges, [{ first: 101n, last: 164n }]);
+      assert.equal(reply.step, 64);
+      assert.equal(
+        await command(server.url, "HGET", "kvid", poolField("order")),
+        "165-200 301-400",
+      );
+      assert.equal(await command(server.url, "HGET", "kvid", "order"), "500");
     });
     await t.step("a TTL on the hash: removed by the same call, and reported", async () => {
       await using server = await startServer();

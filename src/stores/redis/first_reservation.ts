@@ -49,12 +49,13 @@ export async function firstReservation(
   asked: DurabilityOptions,
 ): Promise<FirstCall | "no scripting" | "apart"> {
   const stated = asked.stated;
-  const args = [
-    ...reserveArgs(field, count, options),
-    asked.mode === "best-effort" || asked.replicas > 0 ? "1" : "",
-    stated.appendonly === "yes" ? "1" : "",
-    stated.maxmemory_policy ?? "",
-  ];
+  const [, n, floor, raiseTo, , most] = reserveArgs(field, count, options);
+  const bit = (on: boolean) => on ? "1" : "0";
+  const flags = bit(options.loadStep === true) + bit(options.pool === true) +
+    bit(asked.mode === "best-effort" || asked.replicas > 0) + bit(stated.appendonly === "yes") +
+    (stated.maxmemory_policy ?? "");
+  // Six arguments (see FIRST_RESERVE_SCRIPT): the step and pool fields are named by the script.
+  const args = [field, n, floor, raiseTo, most, flags];
   const started = performance.now();
   const reply = FIRST_RESERVE_SCRIPT.evalWhole(client, [key], args);
   if (options.waitAof === true) probeWaitAof(client, key);

@@ -33,32 +33,32 @@ end
 // such range, or its first `count` IDs when its end is below 10^15 (exact in Lua's doubles). A
 // raised counter (the server lost data) drops the pool: its ranges may have been handed out
 // since.
-const RESERVE_BODY = `if redis.call('HGET', KEYS[1], '\\0layout:' .. ARGV[1]) then
+const RESERVE_BODY = `if redis.call('HGET', KEYS[1], '\\0layout:' .. args[1]) then
   return redis.error_reply('KVID_LAYOUT this counter belongs to interleaved servers (redis: [...])')
 end
 local raised = 0
-local floor = ARGV[3]
+local floor = args[3]
 if floor ~= '0' then
-  local cur = redis.call('HGET', KEYS[1], ARGV[1])
+  local cur = redis.call('HGET', KEYS[1], args[1])
   if not cur then cur = '0' end
   if string.match(cur, '^%-?%d+$') and below(cur, floor) then
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+    redis.call('HSET', KEYS[1], args[1], args[4])
     raised = 1
   end
 end
-local count = tonumber(ARGV[2])
+local count = tonumber(args[2])
 local step = false
-if ARGV[5] ~= '' then
-  step = redis.call('HGET', KEYS[1], ARGV[5])
+if args[5] ~= '' then
+  step = redis.call('HGET', KEYS[1], args[5])
   local n = step and string.match(step, '^%d+$') and #step < 16 and tonumber(step)
-  if n and n > count then count = math.min(n, tonumber(ARGV[6])) end
+  if n and n > count then count = math.min(n, tonumber(args[6])) end
 end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PERSIST', KEYS[1]) else ttl = 0 end
-if ARGV[7] ~= '' then
-  local pool = redis.call('HGET', KEYS[1], ARGV[7])
+if args[7] ~= '' then
+  local pool = redis.call('HGET', KEYS[1], args[7])
   if pool and raised == 1 then
-    redis.call('HDEL', KEYS[1], ARGV[7])
+    redis.call('HDEL', KEYS[1], args[7])
   elseif pool then
     local kept = {}
     local first, last
@@ -75,17 +75,19 @@ if ARGV[7] ~= '' then
       end
     end
     if first ~= nil then
-      if #kept == 0 then redis.call('HDEL', KEYS[1], ARGV[7])
-      else redis.call('HSET', KEYS[1], ARGV[7], table.concat(kept, ' ')) end
+      if #kept == 0 then redis.call('HDEL', KEYS[1], args[7])
+      else redis.call('HSET', KEYS[1], args[7], table.concat(kept, ' ')) end
       return {last, raised, 0, first, step, ttl}
     end
   end
 end
-redis.call('HINCRBY', KEYS[1], ARGV[1], count)
-return {redis.call('HGET', KEYS[1], ARGV[1]), raised, count, false, step, ttl}`;
+redis.call('HINCRBY', KEYS[1], args[1], count)
+return {redis.call('HGET', KEYS[1], args[1]), raised, count, false, step, ttl}`;
 
 /** The guarded reservation; see the comment above `RESERVE_BODY`. */
-export const RESERVE_SCRIPT: LuaScript = new LuaScript(LUA_BELOW + RESERVE_BODY);
+export const RESERVE_SCRIPT: LuaScript = new LuaScript(
+  LUA_BELOW + "local args = ARGV\n" + RESERVE_BODY,
+);
 
 /** The `INFO` fields the durability read uses (`durability_probe.ts`), by section. */
 export const DURABILITY_FACTS = {
@@ -98,14 +100,22 @@ export const DURABILITY_FACTS = {
 // with the CONFIG GETs a script cannot send pipelined beside it): reads the DURABILITY_FACTS
 // from INFO server, persistence and memory and the hash's PTTL, and reserves as RESERVE_SCRIPT
 // only when what it read is served: Kvrocks, or no allkeys-* eviction policy and AOF on (or AOF
-// off or unknown accepted: ARGV[8] '1' under "best-effort" or with replicas; ARGV[9] '1' when
-// serverSettings states appendonly yes; ARGV[10] a stated maxmemory_policy or ''). Otherwise the
-// counter is not touched: the client judges the facts (durability_probe.ts) and refuses, or
-// reserves in a second call. ARGV 1-7 as RESERVE_SCRIPT. Replies RESERVE_SCRIPT's reply (or
-// {false, 0, 0, false, false, 0} when it did not reserve), then the facts as `name:value` lines
-// and the PTTL.
+// off or unknown accepted). Otherwise the counter is not touched: the client judges the facts
+// (durability_probe.ts) and refuses, or reserves in a second call. ARGV: 1 field, 2 count,
+// 3 floor, 4 raise-to, 5 the most IDs the remembered step may raise the count to, 6 flags: '1'
+// or '0' for read the remembered step, take from the pool, AOF off or unknown accepted (under
+// "best-effort" or with replicas), serverSettings states appendonly yes; then a stated
+// maxmemory_policy, if any. Six arguments, not RESERVE_SCRIPT's seven: a server refuses a
+// command of more than 10 parts from a client that has not authenticated by closing the
+// connection (the retries then hid the NOAUTH until the timeout); with 10 it answers NOAUTH.
+// Replies RESERVE_SCRIPT's reply (or {false, 0, 0, false, false, 0} when it did not reserve),
+// then the facts as `name:value` lines and the PTTL.
 export const FIRST_RESERVE_SCRIPT: LuaScript = new LuaScript(
-  LUA_BELOW + `local found = {}
+  LUA_BELOW + `local flags = ARGV[6]
+local function on(i) return string.sub(flags, i, i) == '1' end
+local args = {ARGV[1], ARGV[2], ARGV[3], ARGV[4], on(1) and '\\0step:' .. ARGV[1] or '', ARGV[5],
+  on(2) and '\\0pool:' .. ARGV[1] or ''}
+local found = {}
 local facts = {}
 -- Each field is looked for only in its section, as plain text after a line break.
 for _, section in ipairs({${
@@ -125,10 +135,10 @@ end
 local pttl = redis.call('PTTL', KEYS[1])
 local served = true
 if not found['kvrocks_version'] then
-  local policy = found['maxmemory_policy'] or ARGV[10]
+  local policy = found['maxmemory_policy'] or string.sub(flags, 5)
   if string.sub(policy, 1, 8) == 'allkeys-' then served = false end
   local aof = found['aof_enabled']
-  if aof ~= '1' and ARGV[8] ~= '1' and not (aof == nil and ARGV[9] == '1') then served = false end
+  if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end
 end
 local r = {false, 0, 0, false, false, 0}
 if served then
