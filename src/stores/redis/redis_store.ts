@@ -6,6 +6,8 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import type {
+  CountersOptions,
+  CounterValue,
   DurabilityOptions,
   IdRange,
   Reservation,
@@ -36,6 +38,7 @@ import {
   RESERVE_SCRIPT,
   STEP_SCRIPT,
 } from "./scripts.ts";
+import { readCounters } from "./counters.ts";
 
 // What the store's module always offered, now in files of their own.
 export type { RedisClient, RedisSource } from "../../contract/redis_client.ts";
@@ -312,6 +315,11 @@ export class RedisStore implements Store {
    */
   async deleteDaysBefore(key: string, before: string): Promise<number> {
     return deleteDaysBefore(await this.#clientFor(key, `<${before}`), key, before);
+  }
+
+  /** The counters of hash `key`, exact (one script); see {@linkcode Store.counters}. */
+  async counters(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>> {
+    return await readCounters(await this.#clientFor(key, ""), key, options);
   }
 
   /** The server's clock (`TIME`) in epoch ms; see {@linkcode Store.now}. */
