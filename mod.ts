@@ -194,10 +194,12 @@
  * | a custom `store` without `durability()`                            | serves (trusted)                             | what that store loses                                                                                                    |
  *
  * The probe is one script (`INFO server`, `persistence`, `memory` and the hash's `PTTL`) with three
- * `CONFIG GET`s pipelined beside it, before the first reservation, once per client and hash: the
- * generators made on a client after an accepted read share it and reserve at once (their first
- * ID one round trip), until a generator has a reason to doubt it (a transient failure, a rollback
- * or a refusal: then the next read of every client asks the server again). Nothing on the hot
+ * `CONFIG GET`s pipelined beside it, once per client and hash. On Redis it is the first
+ * reservation's own script: it reserves only on a server it serves (a refused server's counter
+ * is never touched), so a client's first ID is one round trip. The generators made on a client
+ * after an accepted read share it and reserve at once (their first ID one round trip too), until
+ * a generator has a reason to doubt it (a transient failure, a rollback or a refusal: then the
+ * next read of every client asks the server again). Nothing on the hot
  * path, nothing per segment; a generator's own re-read after a failure or a rollback goes beside
  * that reservation. A generator made later on a client therefore trusts the read of an earlier
  * one, as that earlier generator itself does until it doubts it. Measured (2026-12-01, redis 7.0.15 on loopback, 2 cores at load 12,
