@@ -482,6 +482,30 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "",
     tests: ["tests/faults/crash_aof_test.ts"],
   },
+  {
+    id: "first/eviction-untouched",
+    what: "a client's first reservation leaves the counter of an allkeys-* server untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if string.sub(policy, 1, 8) == 'allkeys-' then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts"],
+  },
+  {
+    id: "first/no-aof-untouched",
+    what: "a client's first reservation leaves the counter of a server without AOF untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts", "tests/durability_shared_test.ts"],
+  },
+  {
+    id: "first/one-call",
+    what: "a client's first ID is one round trip (the durability read in the reservation)",
+    file: "src/engine/durability_gate.ts",
+    from: "return store.readsDurability === true && store.durability !== undefined && this.#due &&",
+    to: "return false &&",
+    tests: ["tests/redis_first_reservation_test.ts"],
+  },
   // Error classes (src/contract/store_errors.ts).
   {
     id: "errors/loading-transient",
