@@ -167,7 +167,8 @@ export class RedisStore implements Store {
     options: ReserveOptions,
     asked: DurabilityOptions,
   ): Promise<Reservation> {
-    const oneCall = options.guard && this.#scripting &&
+    // (An interleaved member's layout reservation has a script of its own: never in one call.)
+    const oneCall = options.guard && options.layout === undefined && this.#scripting &&
       sharedRead(client, key, asked.reuse === true) === undefined;
     const first = oneCall
       ? await firstReservation(client, key, field, count, options, asked)
@@ -178,8 +179,8 @@ export class RedisStore implements Store {
       return await this.#reserveJudged(client, key, field, count, options, asked, durability);
     }
     const { durability, reservation, started } = first;
-    // Not reserved: refused, or served in a second call (the script's check is the strict one:
-    // e.g. AOF unknown but stated otherwise than "yes").
+    // Not reserved: refused (the usual case), or accepted by the judgement where the script's
+    // own check is the stricter one: then reserved in a second call.
     if (reservation === undefined) {
       return await this.#reserveJudged(client, key, field, count, options, asked, durability);
     }
