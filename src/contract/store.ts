@@ -79,6 +79,12 @@ export interface Reservation {
    * reading its length (a server without scripting). Absent or 0 when none.
    */
   ttlRemovedMs?: number;
+  /**
+   * The server's durability, read in the same call, when the reservation was asked to
+   * ({@linkcode ReserveOptions.durability}). When the read is refused (`durabilityRefusal` of
+   * `contract/durability.ts`, in the asked mode), `ranges` is empty: nothing is served.
+   */
+  durability?: StoreDurability;
 }
 
 /**
@@ -169,6 +175,17 @@ export interface ReserveOptions {
    * @default {false}
    */
   pool?: boolean;
+  /**
+   * Also read the server's durability, as {@linkcode Store.durability} would with these
+   * options, in the same round trip, and reserve only if what it read is accepted (`durabilityRefusal`
+   * of `contract/durability.ts`, in `mode`): a refused server's counter is left untouched (or the range it reserved is
+   * spent) and the reply's `ranges` is empty. The read is reported in
+   * {@linkcode Reservation.durability}. Asked only of a store whose `readsDurability` is true,
+   * by a generator's first reservation: its first ID is then one round trip.
+   *
+   * @default {undefined}
+   */
+  durability?: DurabilityOptions;
 }
 
 /**
@@ -358,6 +375,12 @@ export interface Store {
   counters?(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
   /** True when `reserve` honours {@linkcode ReserveOptions.loadStep} (one round trip). */
   readonly reservesStep?: boolean;
+  /**
+   * True when `reserve` honours {@linkcode ReserveOptions.durability} (the durability read and
+   * the first reservation in one round trip). A store with `durability` but without this flag
+   * is read before its first reservation, one round trip more.
+   */
+  readonly readsDurability?: boolean;
   /**
    * Optional: the step the counter's processes last used, remembered next to it (see
    * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { checkRedisSource, type RedisSource } from "./redis_store.ts";
+import { checkRedisSource } from "./client_source.ts";
+import type { RedisSource } from "../../contract/redis_client.ts";
 
 /**
  * What {@linkcode configure} sets.
