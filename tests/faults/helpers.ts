@@ -89,6 +89,8 @@ export interface ProducerOptions {
   maxStep?: number;
   /** The generator's `guard`. */
   guard?: boolean;
+  /** The generator's `giveBack`. */
+  giveBack?: boolean;
   /** IDs per write (and per progress line). */
   flush?: number;
 }
@@ -127,6 +129,7 @@ export function spawnProducer(o: ProducerOptions): Producer {
   if (o.minStep !== undefined) args.push(`--min-step=${o.minStep}`);
   if (o.maxStep !== undefined) args.push(`--max-step=${o.maxStep}`);
   if (o.guard !== undefined) args.push(`--guard=${o.guard}`);
+  if (o.giveBack !== undefined) args.push(`--give-back=${o.giveBack}`);
   const child = new Deno.Command(Deno.execPath(), {
     args,
     stdin: "null",
