@@ -105,6 +105,16 @@ export class SubjectServers implements AsyncDisposable {
     return this.#mariadb ??= startMariaDb();
   }
 
+  /**
+   * Start the servers `subjects` will need now, in the background (a failure shows when a
+   * subject asks for its server): they start while other subjects run.
+   */
+  warm(subjects: readonly Subject[]): void {
+    if (!subjects.some((s) => s.group === "sql")) return;
+    this.postgres().catch(() => {});
+    this.mariadb().catch(() => {});
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     for (const server of [this.#postgres, this.#mariadb]) {
       if (server !== undefined) await (await server.catch(() => undefined))?.stop();
