@@ -376,3 +376,36 @@ Deno.test("close() takes one timeout in all: the reservation in flight, then the
     performance.now = realNow;
   }
 });
+
+Deno.test("calls waiting size the reservation, those that came during first use too", async () => {
+  /** A store whose remembered-step lookup is answered by the test. */
+  class SlowLookup extends ScriptedStore {
+    lookup = Promise.withResolvers<number | undefined>();
+    loadStep(): Promise<number | undefined> {
+      return this.lookup.promise;
+    }
+  }
+  const store = new SlowLookup();
+  await using id = new KvId("x", { store, minStep: 1, maxStep: 1_000 });
+  const first = id.next(); // first use: the step is looked up before the reservation
+  const batch = id.nextBatch(300); // queued meanwhile
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(store.calls.length, 0, "nothing reserved before the lookup answered");
+  store.lookup.resolve(undefined);
+  await store.called(1);
+  assert.equal(store.calls[0].count, 301, "one reservation for every call waiting");
+  store.answer(0, 1n, 301n);
+  assert.equal(await first, 1);
+  assert.equal((await batch).length, 300);
+  // Later: a batch bigger than the step is one reservation of its size, up to maxStep.
+  const big = id.nextBatch(5_000);
+  await store.called(2);
+  assert.equal(store.calls[1].count, 1_000, "capped at maxStep");
+  const rejected = assert.rejects(big, (e: KvIdError) => e.code === "closed");
+  store.answer(1, 302n, 1_301n);
+  await store.called(3); // the rest of the batch
+  const closing = id.close();
+  store.answer(2, 1_302n, 2_301n);
+  await closing;
+  await rejected;
+});

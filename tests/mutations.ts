@@ -45,7 +45,12 @@ const INTERLEAVED_ANY = [
   "tests/sql_spec_test.ts",
 ];
 
+const UNIT_OUTAGE = "tests/outage_test.ts";
+
 const kvid = "src/engine/kvid.ts";
+const reservation = "src/engine/reservation.ts";
+const outage = "src/engine/outage.ts";
+const errors = "src/contract/errors.ts";
 const PG = "tests/postgres_store_test.ts";
 const MYSQL = "tests/mysql_store_test.ts";
 const sqlStore = "src/stores/sql/sql_table_store.ts";
@@ -168,7 +173,7 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "new Set([1205,",
     tests: [MYSQL],
   },
-  // The engine (src/engine/kvid.ts).
+  // The engine (src/engine/).
   {
     id: "engine/prefetch-prompt",
     what: "the prefetch is sent from the next timer turn",
@@ -180,7 +185,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/conflict-transient",
     what: "a conflict is retried",
-    file: kvid,
+    file: errors,
     from: `code === "timeout" || code === "conflict" ||`,
     to: `code === "timeout" ||`,
     tests: [EVIDENCE, KV],
@@ -188,7 +193,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/unavailable-transient",
     what: "an unavailable server is retried",
-    file: kvid,
+    file: errors,
     from: `code === "conflict" ||\n    code === "unavailable";`,
     to: `code === "conflict";`,
     tests: [STATES],
@@ -196,7 +201,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "errors/connection-transient",
     what: "a connection error is retried",
-    file: kvid,
+    file: errors,
     from: `return code === "connection" || code === "timeout"`,
     to: `return code === "timeout"`,
     tests: [DOWN, "tests/faults/restart_test.ts"],
@@ -204,7 +209,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/rollback-at-floor",
     what: "a range starting exactly at the mark is a rollback",
-    file: kvid,
+    file: reservation,
     from: "reply.ranges[0].first <= floor;",
     to: "reply.ranges[0].first < floor;",
     tests: [EVIDENCE, ROLLBACK],
@@ -212,24 +217,24 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "failfast/refusal-from-memory",
     what: "a refusal fails the next calls from memory until the backoff ends",
-    file: kvid,
-    from: "if (last !== undefined && !isTransient(last.code) && now < this.#retryAt) {",
+    file: outage,
+    from: "if (last !== undefined && !isTransient(last.code) && now < this.retryAt) {",
     to: "if (false) {",
-    tests: [EVIDENCE, SETUP],
+    tests: [UNIT_OUTAGE, EVIDENCE, SETUP],
   },
   {
     id: "giveback/late-below-mark",
     what: "a late range below the mark is never given back",
-    file: kvid,
-    from: "const above = late.ranges.filter((r) => r.first > this.#buf.high);",
+    file: "src/engine/give_back.ts",
+    from: "const above = late.ranges.filter((r) => r.first > high);",
     to: "const above = late.ranges;",
     tests: [EVIDENCE, LATE],
   },
   {
     id: "giveback/release",
     what: "close() gives the unused top back",
-    file: kvid,
-    from: "if (ranges.length > 0) work.push(store.giveBack(this.key, this.name, ranges));",
+    file: reservation,
+    from: "if (ranges.length > 0) work.push(store.giveBack(s.key, this.#name, ranges));",
     to: "void ranges;",
     tests: [PROMISES, KVID],
   },
@@ -260,23 +265,23 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/demand-sizes-reservation",
     what: "callers waiting size a reservation up to maxStep",
-    file: kvid,
-    from: "Math.min(Math.max(this.#sizer.step, this.#demand), this.#maxStep)",
-    to: "Math.min(this.#sizer.step, this.#maxStep)",
+    file: reservation,
+    from: "Math.min(Math.max(this.sizer.step, demand), s.maxStep)",
+    to: "Math.min(this.sizer.step, s.maxStep)",
     tests: [ENGINE, KVID],
   },
   {
     id: "guard/passed-to-store",
     what: "the guard option reaches the store",
-    file: kvid,
-    from: "guard: this.#guard,",
+    file: reservation,
+    from: "guard: s.guard,",
     to: "guard: false,",
     tests: [ROLLBACK, KVID],
   },
   {
     id: "engine/negative-counter",
     what: "a counter holding a negative value is refused",
-    file: kvid,
+    file: reservation,
     from: "if (lowest !== undefined && lowest < 1n) {",
     to: "if (false) {",
     tests: ["tests/faults/input_test.ts", ROLLBACK, KVID],
@@ -285,57 +290,57 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "engine/deadline-code",
     what: "a call past its deadline rejects with timeout",
     file: kvid,
-    from: "      w.reject(this.#timeoutError());",
-    to: "      w.reject(this.#downError());",
+    from: "    return this.#timeoutError();\n",
+    to: "    return this.#outage.downError(performance.now());\n",
     tests: [DOWN, OUTAGE, KVID],
   },
   {
     id: "engine/close-rejects-waiters",
     what: "close() rejects pending calls with closed",
     file: kvid,
-    from: "      this.#rejectWaiters(() => this.#closedError());",
+    from: "      this.#queue.rejectAll(() => this.#closedError());",
     to: "",
     tests: [KVID, ENGINE],
   },
   {
     id: "engine/backoff",
     what: "retries back off after a failure",
-    file: kvid,
-    from: "this.#retryAt = performance.now() + backoff(this.#failuresInRow, this.#timeout / 2);",
-    to: "this.#retryAt = 0;",
-    tests: [DOWN, EVIDENCE],
+    file: outage,
+    from: "this.retryAt = now + backoff(this.failuresInRow, this.#timeout / 2, random);",
+    to: "this.retryAt = 0;",
+    tests: [UNIT_OUTAGE, DOWN, EVIDENCE],
   },
   {
     id: "engine/reservation-timeout",
     what: "a hung reservation is abandoned after timeout",
-    file: kvid,
-    from: "cancelTimer = deadlineTimer(this.#timeout, () => {",
-    to: "cancelTimer = deadlineTimer(this.#timeout * 1000, () => {",
+    file: reservation,
+    from: "        s.timeout,\n        // No cause",
+    to: "        s.timeout * 1000,\n        // No cause",
     tests: [OUTAGE, DOWN],
   },
   {
     id: "failfast/default-on",
     what: "failFast is on by default",
-    file: kvid,
-    from: "this.#failFast = options.failFast ?? true;",
-    to: "this.#failFast = options.failFast ?? false;",
+    file: "src/engine/defaults.ts",
+    from: "  failFast: true,",
+    to: "  failFast: false,",
     tests: [OUTAGE, DOWN],
   },
   {
     id: "failfast/mark-down",
     what: "a store known down fails calls at once",
-    file: kvid,
-    from: "if (!this.#failFast || this.#closed || this.#downSince !== undefined) return;",
-    to: "return;",
-    tests: [OUTAGE, DOWN],
+    file: outage,
+    from: "if (!this.#failFast || this.downSince !== undefined) return false;",
+    to: "return false;",
+    tests: [UNIT_OUTAGE, OUTAGE, DOWN],
   },
   {
     id: "failfast/while-probing",
     what: "calls fail at once while a probe retries",
-    file: kvid,
-    from: "if (this.#downSince !== undefined && this.#probing()) {",
+    file: outage,
+    from: "if (this.downSince !== undefined && probing) {",
     to: "if (false) {",
-    tests: [OUTAGE, DOWN],
+    tests: [UNIT_OUTAGE, OUTAGE, DOWN],
   },
   // The segment buffer.
   {
@@ -646,7 +651,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/forbidden",
     what: "a name outside the token's scope is 403",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       '    const name = decodeName(rest);\n    if (typeof name !== "string") return name;\n    if (!inScope(scope, name)) {',
     to:
@@ -656,11 +661,19 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "service/unauthorized",
     what: "a request without a valid token is 401",
-    file: "src/service/mod.ts",
+    file: "src/service/ids_endpoint.ts",
     from:
       "    const scope = scopeOf(req);\n    if (scope === undefined) return unauthorized();\n    // The engine",
     to: '    const scope = scopeOf(req) ?? "*";\n    // The engine',
     tests: [HTTP],
+  },
+  {
+    id: "service/store-forwarding",
+    what: "the service's timing wrapper keeps the store's give-back (issue 22's bug)",
+    file: "src/service/generators.ts",
+    from: "const value = Reflect.get(target, prop, target);",
+    to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
+    tests: ["tests/service_stores_test.ts"],
   },
   // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
   {

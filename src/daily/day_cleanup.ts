@@ -7,7 +7,7 @@
  */
 
 import type { Day, ZonedDays } from "./calendar.ts";
-import { keepFrom } from "./keep_days.ts";
+import { keepFrom, keepFromEither } from "./keep_days.ts";
 import type { DailyCleanupDetail } from "./daily_options.ts";
 import { withDeadline } from "../contract/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
@@ -133,8 +133,7 @@ export class DayCleaner {
     try {
       let before = day;
       if (typeof store.now === "function") {
-        const serverDay = zone.dayAt(await store.now());
-        before = keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays).text;
+        before = keepFromEither(today, zone.dayAt(await store.now()), keepDays).text;
       }
       return { before, deleted: await store.deleteDaysBefore(key, before) };
     } catch (err) {

@@ -20,3 +20,13 @@ export function keepFrom(today: Day, keepDays: number): Day {
   checkInteger("DailyId", "cleanup() keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
   return addDays(today, -keepDays);
 }
+
+/**
+ * The first day a cleanup keeps by the earlier of two clocks, this process's (`today`) and the
+ * store's (`storeDay`, when the store has a clock): a day is deleted only when it is more than
+ * `keepDays` days old by both, so a process whose clock runs ahead cannot delete a day that
+ * processes with right clocks still use.
+ */
+export function keepFromEither(today: Day, storeDay: Day | undefined, keepDays: number): Day {
+  return keepFrom(storeDay !== undefined && storeDay.ymd < today.ymd ? storeDay : today, keepDays);
+}

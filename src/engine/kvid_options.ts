@@ -12,7 +12,9 @@ import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 
 /**
- * Options of {@linkcode KvId}. Every one is optional and validated at construction.
+ * Options of {@linkcode KvId}. Every one is optional and validated at construction. Each
+ * `@default` below is the value the generator uses, written once in the engine's `KVID_DEFAULTS`
+ * (`src/engine/defaults.ts`).
  *
  * @example Tuned for a busy counter
  * ```ts
@@ -33,7 +35,8 @@ export interface KvIdOptions {
   /**
    * The Redis client, or a function returning one (called on the first reservation and shared).
    * An array of them: independent servers that interleave blocks of IDs (see `block`).
-   * Default: the one given to {@linkcode configure}.
+   *
+   * @default {the client given to configure()}
    */
   redis?: RedisSource | RedisSource[];
   /**
@@ -41,20 +44,40 @@ export interface KvIdOptions {
    * server `i` of N only issues blocks whose index is `i` modulo N, so the servers never share
    * an ID (see {@linkcode InterleavedStore}). A reservation takes whole blocks. N, `block` and
    * the servers' order are stored with the counter on each server on first use and must not
-   * change. Default 1,000.
+   * change.
+   *
+   * @default {1_000}
    */
   block?: number;
-  /** A custom store instead of `redis` (advanced: tests, other backends). */
+  /**
+   * A custom store instead of `redis` (advanced: tests, other backends).
+   *
+   * @default {undefined}
+   */
   store?: Store;
-  /** The hash holding the counters. Default `"kvid"`. */
+  /**
+   * The hash holding the counters.
+   *
+   * @default {"kvid"}
+   */
   key?: string;
-  /** Smallest and first step (IDs per reservation). Default 1. */
+  /**
+   * Smallest and first step (IDs per reservation).
+   *
+   * @default {1}
+   */
   minStep?: number;
-  /** Largest step. Default 1,000,000. */
+  /**
+   * Largest step (at least `minStep`).
+   *
+   * @default {1_000_000}
+   */
   maxStep?: number;
   /**
-   * The first step, from `minStep` to `maxStep`. Default `minStep`. A service that knows its
-   * rate (or carries a step over from a previous generator) skips the ramp-up.
+   * The first step, from `minStep` to `maxStep`. A service that knows its rate (or carries a
+   * step over from a previous generator) skips the ramp-up.
+   *
+   * @default {minStep}
    */
   initialStep?: number;
   /**
@@ -66,17 +89,21 @@ export interface KvIdOptions {
    * Shorter: less lost per crash, one reservation per `segmentDuration` more often. A clean
    * `close()` loses nothing (see `giveBack`).
    *
-   * @default {600000}
+   * @default {600_000}
    */
   segmentDuration?: number;
   /**
    * Fraction of the current segment left when the next one is reserved in the background,
-   * 0 to 1; 0 turns prefetch off. Default 0.2.
+   * 0 to 1; 0 turns prefetch off.
+   *
+   * @default {0.2}
    */
   prefetchAt?: number;
   /**
    * How long, in ms, one reservation may take, and so how long a call waits for an ID when
-   * none is buffered, before it rejects with a {@linkcode KvIdError}. Default 5,000.
+   * none is buffered, before it rejects with a {@linkcode KvIdError}.
+   *
+   * @default {5_000}
    */
   timeout?: number;
   /**
@@ -90,18 +117,27 @@ export interface KvIdOptions {
    * @default {true}
    */
   failFast?: boolean;
-  /** Hand out `bigint` IDs, exact up to 2^63-1. Default false: `number`, up to 2^53-1. */
+  /**
+   * Hand out `bigint` IDs, exact up to 2^63-1. False: `number`, up to 2^53-1.
+   *
+   * @default {false}
+   */
   bigint?: boolean;
   /**
    * Send this generator's highest reserved ID as a floor with each reservation, so a counter
    * that went backwards (a server that lost data) is raised instead of handing out old IDs.
    * Runs a small Lua script (EVALSHA); a server without scripting falls back to plain
    * `HINCRBY`. False: always plain `HINCRBY`. Either way a counter of interleaved servers is
-   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`). Default
-   * true.
+   * refused (plain `HINCRBY` checks for its layout once per counter, with `HEXISTS`).
+   *
+   * @default {true}
    */
   guard?: boolean;
-  /** How far past the floor a counter found below it is raised. Default 0. */
+  /**
+   * How far past the floor a counter found below it is raised.
+   *
+   * @default {0}
+   */
   rollbackMargin?: number;
   /**
    * On `close()`, give every unused ID buffered back, in one script: the range at the top of the
@@ -125,7 +161,7 @@ export interface KvIdOptions {
    * `minStep`..`maxStep`) instead of `minStep`: a restarted or newly scaled process skips the
    * ramp-up. Needs scripting; the Rust crate ignores the field.
    *
-   * @default true
+   * @default {true}
    */
   rememberStep?: boolean;
   /**
@@ -156,18 +192,22 @@ export interface KvIdOptions {
    * of a new generator, whose step is still growing, 89 and 106 ns per ID; none on IDs served
    * from memory. See the README.
    *
-   * @default true
+   * @default {true}
    */
   waitAof?: boolean;
   /**
-   * How the step adapts: `"doubling"` (default; the Rust crate's and Leaf's rule) or `"rate"`
-   * (sized by the measured rate; settles in a few reservations). See {@linkcode StepRule}.
+   * How the step adapts: `"doubling"` (the Rust crate's and Leaf's rule) or `"rate"` (sized by
+   * the measured rate; settles in a few reservations). See {@linkcode StepRule}.
+   *
+   * @default {"doubling"}
    */
   stepRule?: StepRule;
   /**
-   * Millisecond clock the step adapts by. Default `performance.now`; inject one in tests. A
-   * reading that is not a finite number fails the reservation as `"config"` before any I/O; a
-   * reading earlier than the one before leaves the step as it was.
+   * Millisecond clock the step adapts by; inject one in tests. A reading that is not a finite
+   * number fails the reservation as `"config"` before any I/O; a reading earlier than the one
+   * before leaves the step as it was.
+   *
+   * @default {() => performance.now()}
    */
   clock?: () => number;
   /**

@@ -4,6 +4,8 @@
  * @module
  */
 
+import { errorResponse } from "./respond.ts";
+
 /** The names a token may ask IDs of: every name, or a set. */
 export type Scope = "*" | ReadonlySet<string>;
 
@@ -73,6 +75,24 @@ export class TokenAuth {
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     return m === null ? undefined : this.check(m[1]);
   }
+}
+
+/** The scope of a request: its token's, or every name without auth; undefined: refused. */
+export type ScopeOf = (req: Request) => Scope | undefined;
+
+/** The {@linkcode ScopeOf} of `auth` (undefined: `auth: "none"`, every request sees every name). */
+export function scopeOf(auth: TokenAuth | undefined): ScopeOf {
+  return auth === undefined ? () => "*" : (req) => auth.fromRequest(req);
+}
+
+/** The 401 answer of a request without a valid token. */
+export function unauthorized(): Response {
+  return errorResponse(
+    401,
+    "unauthorized",
+    "a valid token is required: Authorization: Bearer <token>",
+    { "www-authenticate": 'Bearer realm="kvid"' },
+  );
 }
 
 const SESSION_COOKIE = "kvid_session";

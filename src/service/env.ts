@@ -1,16 +1,20 @@
 /**
  * The service's configuration from environment variables: which store (node-redis on
- * `KVID_REDIS_URL`, else Deno KV), the tokens and the caps. Apart from the handler so the
- * handler reads without the connection details.
+ * `KVID_REDIS_URL`, another by the scheme of `KVID_STORE_URL`, else Deno KV), the tokens and
+ * the caps. The one file of the service that names stores: the handler sees the Store contract
+ * only.
  *
  * @module
  */
 
+// Installs the resolver of the `redis` option (the contract's store source), for the
+// `createHandler({ redis })` option and the generators, as `jsr:@kvid/core` does.
+import "../stores/redis/redis_option.ts";
 import { fromNodeRedis, type NodeRedisLike } from "../stores/redis/adapters.ts";
 import { type DenoKvSource, DenoKvStore } from "../stores/deno_kv/deno_kv_store.ts";
 import { parseForms } from "../codec/forms.ts";
 import { parseKeys } from "../codec/encrypted.ts";
-import type { RedisSource } from "../stores/redis/redis_store.ts";
+import type { RedisSource } from "../contract/redis_client.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { storeFromUrl, storeKind } from "../stores/store_url.ts";
 import type { ServiceOptions } from "./options.ts";

@@ -11,6 +11,7 @@ import type { DurabilityReport, KvIdErrorSummary } from "../engine/kvid_options.
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { inScope, type Scope } from "./auth.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
 
@@ -68,20 +69,39 @@ export interface GeneratorsOptions {
 
 /**
  * A generator's options that the service's configuration may set per name: the step bounds of
- * both kinds, and the sequence digits and time zone of `/v1/daily`.
+ * both kinds, and the sequence digits and time zone of `/v1/daily`. One left out is the
+ * engine's default (`KvId`'s and `DailyId`'s own).
  */
 export interface NameOptions {
-  /** `minStep` of the name's generators. */
+  /**
+   * `minStep` of the name's generators.
+   * @default {undefined}
+   */
   minStep?: number;
-  /** `maxStep`. */
+  /**
+   * `maxStep`.
+   * @default {undefined}
+   */
   maxStep?: number;
-  /** `initialStep` (`/v1/ids` only). */
+  /**
+   * `initialStep` (`/v1/ids` only).
+   * @default {undefined}
+   */
   initialStep?: number;
-  /** `segmentDuration` (ms). */
+  /**
+   * `segmentDuration` (ms).
+   * @default {undefined}
+   */
   segmentDuration?: number;
-  /** `/v1/daily` only: the digits of the per-day sequence (default 6). */
+  /**
+   * `/v1/daily` only: the digits of the per-day sequence.
+   * @default {6}
+   */
   digits?: number;
-  /** `/v1/daily` only: the time zone of the name's days (default the service's). */
+  /**
+   * `/v1/daily` only: the time zone of the name's days.
+   * @default {the service's timeZone}
+   */
   timeZone?: string;
 }
 
@@ -96,6 +116,7 @@ export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
 ];
 
 type Generator = {
+  next(): Promise<number | bigint | string>;
   nextBatch(count: number): Promise<(number | bigint | string)[]>;
   close(): Promise<void>;
   addEventListener(type: string, listener: () => void): void;
@@ -203,13 +224,21 @@ export class Entry {
   }
 }
 
+/** What {@linkcode timedStore} counts: an {@linkcode Entry}'s reservation counters. */
+export type ReservationCounters = Pick<
+  Entry,
+  "failures" | "reservations" | "lastReservationAt" | "lastReservationMs" | "histogram"
+>;
+
 /**
- * The store as `entry`'s generator sees it: `reserve` timed and counted, and every optional
- * method the wrapped store has (give-back on close, the remembered step, day cleanup, the
- * durability read) forwarded
- * as it is, and only those: the engine decides what to do by which methods a store has.
+ * The store as a generator of the service sees it: `reserve` (and the `durability` read before
+ * it) timed and counted into `counters`, and every other member of the wrapped store forwarded
+ * as it is, whatever the store offers (give-back on close, the remembered step read in the
+ * reservation, day cleanup, the server's clock, and any method the contract gains later), and
+ * only those: the engine decides what to do by which methods a store has. A method is called
+ * on the wrapped store itself, so a class with private fields works through it.
  */
-export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store {
+export function timedStore(inner: Store, counters: ReservationCounters, timeoutMs: number): Store {
   // A call still unanswered when the requests waiting for it gave up (a store that hangs, a
   // client queueing commands while it reconnects) is a failure then, not never. A loop blocked
   // by other work does not count against the store (deadlineTimer).
@@ -217,49 +246,50 @@ export function timedStore(inner: Store, entry: Entry, timeoutMs: number): Store
     let late = false;
     const cancel = deadlineTimer(timeoutMs, () => {
       late = true;
-      entry.failures++;
+      counters.failures++;
     });
     try {
       return await call();
     } catch (err) {
-      if (!late) entry.failures++;
+      if (!late) counters.failures++;
       throw err;
     } finally {
       cancel();
     }
   };
-  const store: Store = {
-    reserve: async (key, field, count, reserveOptions) => {
-      const start = performance.now();
-      try {
-        const reservation = await counted(() => inner.reserve(key, field, count, reserveOptions));
-        entry.reservations++;
-        entry.lastReservationAt = Date.now();
-        entry.lastReservationMs = performance.now() - start;
-        return reservation;
-      } finally {
-        entry.histogram.observe((performance.now() - start) / 1000);
-      }
-    },
+  const reserve: Store["reserve"] = async (key, field, count, reserveOptions) => {
+    const start = performance.now();
+    try {
+      const reservation = await counted(() => inner.reserve(key, field, count, reserveOptions));
+      counters.reservations++;
+      counters.lastReservationAt = Date.now();
+      counters.lastReservationMs = performance.now() - start;
+      return reservation;
+    } finally {
+      counters.histogram.observe((performance.now() - start) / 1000);
+    }
   };
-  if (typeof inner.release === "function") {
-    store.release = (key, field, range) => inner.release!(key, field, range);
-  }
-  if (typeof inner.loadStep === "function") {
-    store.loadStep = (key, field) => inner.loadStep!(key, field);
-  }
-  if (typeof inner.saveStep === "function") {
-    store.saveStep = (key, field, step) => inner.saveStep!(key, field, step);
-  }
-  if (typeof inner.deleteDaysBefore === "function") {
-    store.deleteDaysBefore = (key, before) => inner.deleteDaysBefore!(key, before);
-  }
-  if (typeof inner.durability === "function") {
-    // A generator's first reservation reads the store's durability before anything else: a
-    // store that does not answer fails there, and that is a failed reservation too.
-    store.durability = (key, options) => counted(() => inner.durability!(key, options));
-  }
-  return store;
+  // A generator's first reservation reads the store's durability before anything else: a store
+  // that does not answer fails there, and that is a failed reservation too.
+  const durability: Store["durability"] = (key, options) =>
+    counted(() => inner.durability!(key, options));
+  const bound = new Map<PropertyKey, { of: unknown; fn: unknown }>();
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "reserve") return reserve;
+      const value = Reflect.get(target, prop, target);
+      if (prop === "durability" && typeof value === "function") return durability;
+      if (typeof value !== "function") return value;
+      let b = bound.get(prop);
+      if (b === undefined || b.of !== value) {
+        bound.set(
+          prop,
+          b = { of: value, fn: (value as (...a: unknown[]) => unknown).bind(target) },
+        );
+      }
+      return b.fn;
+    },
+  });
 }
 
 /** The registry: at most `max` live generators, the least recently used idle one evicted. */
@@ -286,6 +316,12 @@ export class Generators {
   /** Every live entry. */
   entries(): IterableIterator<Entry> {
     return this.#entries.values();
+  }
+
+  /** The live entries whose names `scope` covers. */
+  visibleTo(scope: Scope): Entry[] {
+    const all = [...this.#entries.values()];
+    return scope === "*" ? all : all.filter((e) => inScope(scope, e.name));
   }
 
   /**

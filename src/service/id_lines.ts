@@ -7,6 +7,11 @@
 // "000\n" to "999\n": the last three digits of an ID and its newline, looked up. A batch's IDs
 // share their leading digits, printed once per thousand: 100 IDs of 10 digits as text in
 // ~4.0 µs against ~5.1 µs for `${id}\n` each (measured interleaved, with the Response read).
+// Each part appended on its own (`body += high; body += low`): no short flat string copied per
+// ID, the rope flattened once when the Response encodes it; the service's count=100 answer
+// 2.10x -> 1.98x a hello-world handler that way. Measured worse in the handler, 2026-12-01:
+// `ids.join("\n")` (a number-to-string per ID), the run's table slice joined by the leading
+// digits, pieces in an array joined, bytes written by hand and decoded.
 const LOW3: readonly string[] = Array.from(
   { length: 1000 },
   (_, i) => `${String(i).padStart(3, "0")}\n`,
@@ -28,7 +33,8 @@ export function idLines(ids: readonly (number | bigint | string)[]): string {
       highOf = h;
       high = String(h);
     }
-    body += high + LOW3[id - h * 1000];
+    body += high;
+    body += LOW3[id - h * 1000];
   }
   return body;
 }

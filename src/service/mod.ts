@@ -18,10 +18,12 @@
  * descriptors run out (see `@kvid/core/serve`): fine behind a proxy that has them (and on Deno
  * Deploy), not facing the network.
  *
- * (Over 900 lines with the documentation below; the code is one handler, a closure over one
- * service's state. Configuration from the environment, request reading, responses, auth,
- * metrics, the segment endpoints, the OpenAPI document, the status page and the listener of
- * `@kvid/core/serve` are apart, in `src/service/`.)
+ * (This file is the entry point: its documentation, {@linkcode createHandler} composing the
+ * parts, and the `deno serve` default export. The parts are apart, in `src/service/`: the
+ * options and their defaults, their checks, auth, the live generators, readiness, each endpoint,
+ * the routing, the metrics, the status page, the OpenAPI document, the configuration from the
+ * environment, and the listener of `@kvid/core/serve`. It runs on any store that passes the
+ * shared Store spec; only the configuration from the environment names stores.)
  *
  * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
  * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
@@ -164,9 +166,15 @@
  *
  * The ID service runs at the hello-world's rate: on this machine the load generator sharing 2 busy
  * cores is the ceiling, and rounds vary by a third with the other work. The ID part's own cost,
- * measured in process without HTTP in the same bench: 3.8 µs per `count=1` request against 2.4 µs for
- * a hello-world handler (fastest; averages 6.7 and 3.2 µs), so about 1.5 µs for the token check, the
- * name, the ID and the headers; 7.4 µs for `count=100`. `INCR` per request sends every request to
+ * in process without HTTP, against a hello-world handler that builds the same `Request` and reads
+ * a `new Response("hello\n")` (subjects interleaved request by request in one process, 30,000
+ * requests each, two runs; 2026-12-01 12:22 UTC, Deno 2.9.6, 2 shared cores at a 1-minute load of
+ * 4.6): `count=1` 6.3 to 7.9 µs against 4.2 to 5.1 µs, 1.49x to 1.54x at the 10th, 25th and 50th
+ * percentiles (1.62x to 1.67x before issue 22's cuts); `count=100` 8.4 to 10.2 µs, 1.99x to 2.03x
+ * (2.23x to 2.29x before). What is left: the request's headers read the first time (~0.3 µs), the
+ * `Cache-Control` header (~0.4 µs: a header given to a `Response` costs that in Deno 2.9, so text
+ * answers keep the standard `text/plain;charset=UTF-8` of a string body), the token check, the ID's
+ * promise, and for `count=100` the text of 100 IDs (~2 µs). `INCR` per request sends every request to
  * Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at all here) and is
  * bounded by the Redis server and a round trip per request; the service sends one command per segment.
  * For scale, Leaf publishes about 50,000 QPS on a 4-core machine. These figures are of
@@ -177,44 +185,27 @@
  * @module
  */
 
-import "../stores/redis/redis_option.ts"; // installs the `redis` option's resolver
-import { deadlineTimer } from "../contract/deadline_timer.ts";
-import { KvIdError } from "../contract/errors.ts";
-import {
-  type RedisClient,
-  type RedisSource,
-  RedisStore,
-  resolveRedis,
-} from "../stores/redis/redis_store.ts";
-import { durabilityRefusal } from "../contract/durability.ts";
+import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
-import { inScope, parseTokens, type Scope, Sessions, TokenAuth } from "./auth.ts";
-import {
-  type Entry,
-  Generators,
-  type Kind,
-  NAME_OPTION_KEYS,
-  type NameOptions,
-} from "./generators.ts";
-import { DailyId } from "../daily/daily.ts";
-import { KvId } from "../engine/kvid.ts";
-import { type HttpCounters, renderMetrics } from "./metrics.ts";
-import { processMetrics } from "./process_metrics.ts";
-import { toKvIdError } from "../contract/store_errors.ts";
-import { loginPage, PAGE_CSP, statusPage } from "./page.ts";
-import { errorResponse, text } from "./respond.ts";
-import { idLines } from "./id_lines.ts";
-import { readLimited, sameOrigin } from "./request.ts";
+import { scopeOf, Sessions } from "./auth.ts";
+import { serviceConfig } from "./config.ts";
+// env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
+import { Generators, type NameOptions } from "./generators.ts";
+import { idsEndpoint, MAX_COUNT } from "./ids_endpoint.ts";
+import type { HttpCounters } from "./metrics.ts";
 import type { ServiceOptions } from "./options.ts";
-import { checkName } from "../contract/validate.ts";
+import { pageRoutes } from "./page_routes.ts";
+import { probes } from "./probes.ts";
+import { readiness } from "./readiness.ts";
+import { errorResponse } from "./respond.ts";
+import { router } from "./router.ts";
 import { SegmentRoutes } from "./segments.ts";
-import { allowOf, openApiDocument } from "./openapi.ts";
 import { exitOnSignals } from "./signals.ts";
 
 // Re-exported so this entry point documents itself (the same types as from "@kvid/core").
 export type { IdRange, RedisClient, RedisSource, Reservation, ReserveOptions, Store };
-export { type EnvConfig, type NameOptions, optionsFromEnv, type ServiceOptions };
+export { type EnvConfig, MAX_COUNT, type NameOptions, optionsFromEnv, type ServiceOptions };
 // The answers as types, the same as from "@kvid/core/client" (which a client imports alone).
 export type {
   IdsResponse,
@@ -255,33 +246,6 @@ export interface IdService extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** Most IDs one request may ask for. */
-export const MAX_COUNT = 10_000;
-const MAX_URL_LENGTH = 16_384;
-const MAX_BODY_BYTES = 65_536;
-const MAX_FORM_BYTES = 4_096;
-const READY_TIMEOUT_MS = 1_000;
-const TEXT_TYPE = "text/plain; charset=utf-8";
-const JSON_TYPE = "application/json; charset=utf-8";
-const ID_METHODS = "GET, POST";
-/** A query that is `count=<digits>` and nothing else: what URLSearchParams would read too. */
-const SIMPLE_COUNT = /^count=[0-9]{1,6}$/;
-
-/**
- * What the readiness probe found: the store answers, does not, or refuses the configuration (its
- * credentials or permissions, or under `"strict"` a store that can lose reservations), and why.
- */
-type Readiness = { state: "up" } | { state: "down" } | { state: "config"; why: string };
-const CONFIG_REFUSED =
-  "the store refuses this service's configuration (credentials, permissions or a command it needs): fix it, see the service log";
-const RETRY: ReadonlySet<string> = new Set([
-  "timeout",
-  "connection",
-  "unavailable",
-  "conflict",
-  "closed",
-]);
-
 /**
  * Make the ID service as a `fetch` handler, for `Deno.serve` or any framework that speaks
  * `Request`/`Response`. Throws a TypeError on bad options, and without `tokens` unless
@@ -308,497 +272,77 @@ const RETRY: ReadonlySet<string> = new Set([
  * @returns The service.
  */
 export function createHandler(options: ServiceOptions): IdService {
-  if (options === null || typeof options !== "object") {
-    throw new TypeError("createHandler() takes an options object");
-  }
-  const log = options.log ?? ((line: string) => console.error(line));
-  if ((options.redis === undefined) === (options.store === undefined)) {
-    throw new TypeError("createHandler() needs exactly one of the options redis and store");
-  }
-  const store = options.store ?? new RedisStore(options.redis!);
-  let auth: TokenAuth | undefined;
-  if (options.auth === "none") {
-    if (options.tokens !== undefined) {
-      throw new TypeError('createHandler(): auth "none" and tokens exclude each other');
-    }
-    log(
-      "kvid service: WARNING: authentication is OFF (KVID_AUTH=none): anyone who can reach " +
-        "this service gets IDs and sees its status",
-    );
-  } else if (options.auth === undefined || options.auth === "token") {
-    if (options.tokens === undefined) {
-      throw new TypeError(
-        'kvid service: no tokens (KVID_TOKENS): refusing to start; set auth "none" ' +
-          "(KVID_AUTH=none) to run it open on purpose",
-      );
-    }
-    auth = new TokenAuth(parseTokens(options.tokens));
-  } else {
-    throw new TypeError(`createHandler(): option auth must be "token" or "none"`);
-  }
-  const codecs = options.codecs;
-  if (codecs !== undefined && !(codecs instanceof Map)) {
-    throw new TypeError("createHandler(): option codecs must be a Map of name -> Codec");
-  }
-  const timeZone = options.timeZone ?? "UTC";
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone });
-  } catch {
-    throw new RangeError(`kvid service: unknown time zone ${JSON.stringify(timeZone)}`);
-  }
-  const positive = (what: string, v: number | undefined, d: number) => {
-    v ??= d;
-    if (!Number.isInteger(v) || v < 1) {
-      throw new RangeError(`kvid service: ${what} must be a positive integer, got ${v}`);
-    }
-    return v;
-  };
-  const durability = options.durability ?? "strict";
-  if (durability !== "strict" && durability !== "best-effort") {
-    throw new TypeError(`createHandler(): option durability must be "strict" or "best-effort"`);
-  }
-  const timeout = positive("timeout", options.timeout, 5_000);
-  const maxSegment = positive("maxSegment", options.maxSegment, 1_000_000);
-  const names = checkNames(options.names, store);
+  const config = serviceConfig(options);
+  const { store, timeout, durability, basePath, log } = config;
   const generators = new Generators({
-    durability,
     store,
-    max: positive("maxGenerators", options.maxGenerators, 1_000),
-    idleMs: positive("idleMs", options.idleMs, 60_000),
+    durability,
+    max: config.maxGenerators,
+    idleMs: config.idleMs,
     timeout,
-    timeZone,
-    names,
+    timeZone: config.timeZone,
+    names: config.names,
   });
-  const segmentRoutes = new SegmentRoutes({ store, timeout, maxSegment, log });
-  const storeLabel = options.storeLabel ?? (options.redis !== undefined ? "redis" : "store");
-  const redis = options.redis;
-  const readyProbe = options.ready ??
-    (redis !== undefined
-      ? async () => {
-        const client = await resolveRedis(redis);
-        if (client.sendCommand === undefined) throw new Error("no sendCommand to PING with");
-        await client.sendCommand("PING");
-      }
-      : () => {
-        for (const e of generators.entries()) {
-          const last = e.snapshot(Date.now()).lastError;
-          if (last !== null) {
-            const code = last.startsWith("config:") ? "config" : "connection";
-            throw new KvIdError(code, "the store fails", { key: "kvid", field: e.name });
-          }
-        }
-        return Promise.resolve();
-      });
-  const basePath = options.basePath ?? "";
-  if (typeof basePath !== "string" || !/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$/.test(basePath)) {
-    throw new TypeError(
-      `kvid service: basePath must be "" or a path like "/ids" (no trailing slash), got ${
-        JSON.stringify(basePath)
-      }`,
-    );
-  }
-  const sessions = new Sessions(basePath || "/");
-  let openApiText: string | undefined;
+  const scope = scopeOf(config.auth);
+  const segments = new SegmentRoutes({
+    store,
+    timeout,
+    maxSegment: config.maxSegment,
+    log,
+    scopeOf: scope,
+  });
+  const ready = readiness({ store, durability, probe: config.ready, generators });
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
+  const route = router({
+    basePath,
+    ids: idsEndpoint({ generators, scopeOf: scope, codecs: config.codecs, log }),
+    segments: (req, rest) => segments.route(req, rest),
+    probes: probes({ ready, scopeOf: scope, generators, http, segments, metrics: config.metrics }),
+    page: pageRoutes({
+      auth: config.auth,
+      sessions: new Sessions(basePath || "/"),
+      generators,
+      ready,
+      storeLabel: config.storeLabel,
+      basePath,
+    }),
+  });
   let closing: Promise<void> | undefined;
   let drained: (() => void) | undefined;
 
-  // Whether the service can serve: the store answers and, under "strict", says it cannot lose
-  // reservations.
-  const ready = async (): Promise<Readiness> => {
-    let cancel: (() => void) | undefined;
-    try {
-      const refusal = await Promise.race([
-        (async () => {
-          await readyProbe();
-          if (store.durability === undefined) return undefined;
-          const d = await store.durability("kvid", {
-            field: "",
-            mode: durability,
-            replicas: 0,
-            stated: {},
-          });
-          return durabilityRefusal(d, durability, "kvid", "")?.message;
-        })(),
-        // A loop blocked by the application is not a store that does not answer.
-        new Promise<never>((_, reject) => {
-          cancel = deadlineTimer(READY_TIMEOUT_MS, () => reject(new Error("slow")));
-        }),
-      ]);
-      return refusal === undefined ? { state: "up" } : { state: "config", why: refusal };
-    } catch (err) {
-      // The probe's own words (a reply error of the client) or the generators' last error.
-      const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
-      return kvid.code === "config" ? { state: "config", why: CONFIG_REFUSED } : { state: "down" };
-    } finally {
-      cancel?.();
-    }
-  };
-
-  const scopeOf = (req: Request): Scope | undefined =>
-    auth === undefined ? "*" : auth.fromRequest(req);
-  const unauthorized = () =>
-    errorResponse(401, "unauthorized", "a valid token is required: Authorization: Bearer <token>", {
-      "www-authenticate": 'Bearer realm="kvid"',
-    });
-  const secure = (req: Request) =>
-    new URL(req.url).protocol === "https:" || req.headers.get("x-forwarded-proto") === "https";
-
-  async function ids(req: Request, query: string, kind: Kind, rest: string): Promise<Response> {
-    if (req.method !== "GET" && req.method !== "POST") {
-      return errorResponse(405, "method_not_allowed", `use ${ID_METHODS}`, { allow: ID_METHODS });
-    }
-    const scope = scopeOf(req);
-    if (scope === undefined) return unauthorized();
-    // The engine checks the rest of the name's rules when it makes the generator.
-    const name = decodeName(rest);
-    if (typeof name !== "string") return name;
-    if (!inScope(scope, name)) {
-      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
-    }
-    let count = 1;
-    // `count=<digits>` alone is read by hand (URLSearchParams costs ~1 µs); any other query
-    // goes through it.
-    const counts = query === ""
-      ? []
-      : SIMPLE_COUNT.test(query)
-      ? [query.slice(6)]
-      : new URLSearchParams(query).getAll("count");
-    if (counts.length > 0) {
-      count = counts.length === 1 && /^[0-9]{1,6}$/.test(counts[0]) ? Number(counts[0]) : 0;
-      if (!(count >= 1 && count <= MAX_COUNT)) {
-        return errorResponse(400, "bad_count", `count must be an integer from 1 to ${MAX_COUNT}`);
-      }
-    }
-    const now = Date.now();
-    let entry: Entry | undefined;
-    try {
-      entry = generators.get(kind, name, now);
-    } catch (err) {
-      const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
-      return errorResponse(400, "bad_name", `bad name: ${why}`);
-    }
-    if (entry === undefined) {
-      return errorResponse(
-        429,
-        "too_many_generators",
-        "too many live generators: try again later",
-        { "retry-after": "10" },
-      );
-    }
-    entry.pending++;
-    let list: (number | bigint | string)[];
-    try {
-      list = await entry.gen.nextBatch(count);
-    } catch (err) {
-      return failure(err, entry);
-    } finally {
-      entry.pending--;
-    }
-    entry.issued += count;
-    const done = Date.now();
-    entry.rates.add(count, done);
-    generators.rates.add(count, done);
-    const json = (req.headers.get("accept") ?? "").includes("application/json");
-    const codec = kind === "ids" ? codecs?.get(name) : undefined;
-    let encoded: string[] | undefined;
-    try {
-      // A codec is handed bigints, as before the generator served numbers below 2^53.
-      encoded = codec &&
-        list.map((id) => codec.encode(typeof id === "number" ? BigInt(id) : id as bigint));
-    } catch (err) {
-      return failure(err, entry); // a counter past its form's domain: logged, 500
-    }
-    let body = "";
-    if (json) {
-      body = JSON.stringify(
-        encoded ? { name, ids: list.map(String), encoded } : { name, ids: list.map(String) },
-      ) + "\n";
-    } else if (encoded) {
-      for (let i = 0; i < list.length; i++) body += `${list[i]}\t${encoded[i]}\n`;
-    } else {
-      body = idLines(list);
-    }
-    // Headers set one by one: several times faster than a headers init in Deno 2.
-    const res = new Response(body);
-    res.headers.set("content-type", json ? JSON_TYPE : TEXT_TYPE);
-    res.headers.set("cache-control", "no-store");
-    return res;
-  }
-
-  /** The name sent as one path segment, decoded, or a 400 answer. */
-  function decodeName(rest: string): string | Response {
-    let name: string;
-    try {
-      if (rest.includes("/")) throw new URIError("a slash");
-      name = rest.includes("%") ? decodeURIComponent(rest) : rest;
-    } catch {
-      return errorResponse(
-        400,
-        "bad_name",
-        "the name is not valid percent-encoded UTF-8 in one path segment",
-      );
-    }
-    if (name === "." || name === "..") {
-      // Clients and proxies resolve these path segments away: such a name cannot be asked for.
-      return errorResponse(400, "bad_name", 'the names "." and ".." cannot be sent in a URL path');
-    }
-    return name;
-  }
-
-  /** The name of a path segment checked by `KvId`'s rules, or a 400 answer. */
-  function nameOf(rest: string): string | Response {
-    const name = decodeName(rest);
-    if (typeof name !== "string") return name;
-    try {
-      checkName("the", "name", name);
-    } catch (err) {
-      return errorResponse(400, "bad_name", `bad name: ${(err as Error).message.slice(4)}`);
-    }
-    return name;
-  }
-
-  /**
-   * `/v1/segments/{name}[/release|/step]`: the store's own operations for a `KvId` in another
-   * process (`HttpStore`), on the counter `name` of the service's hash, within the token's scope.
-   */
-  async function segments(req: Request, rest: string): Promise<Response> {
-    const slash = rest.indexOf("/");
-    const op = slash < 0 ? "" : rest.slice(slash + 1);
-    if (op !== "" && op !== "release" && op !== "step") {
-      return errorResponse(404, "not_found", "no such endpoint");
-    }
-    const allow = op === "step" ? "GET, PUT" : "POST";
-    if (!allow.split(", ").includes(req.method)) {
-      return errorResponse(405, "method_not_allowed", `use ${allow}`, { allow });
-    }
-    const scope = scopeOf(req);
-    if (scope === undefined) return unauthorized();
-    const name = nameOf(slash < 0 ? rest : rest.slice(0, slash));
-    if (typeof name !== "string") return name;
-    if (!inScope(scope, name)) {
-      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
-    }
-    return await segmentRoutes.answer(req, name, op);
-  }
-
-  function failure(err: unknown, entry: Entry): Response {
-    if (err instanceof KvIdError && err.code === "config" && /too large/.test(err.message)) {
-      // A name within KvId's 4,096 bytes that the store cannot key (Deno KV: 2 KiB keys).
-      generators.drop(entry);
-      return errorResponse(400, "bad_name", "the name is too long for this store");
-    }
-    entry.failedRequests++;
-    if (err instanceof KvIdError && RETRY.has(err.code)) {
-      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
-        "retry-after": "1",
-      });
-    }
-    if (err instanceof KvIdError && err.code === "config") {
-      logFailure(err, entry);
-      return errorResponse(
-        500,
-        "store_config",
-        "the ID store refuses this service's configuration (credentials, permissions or a " +
-          "command it needs): the operator must fix it; see the service log",
-      );
-    }
-    if (err instanceof KvIdError && err.code === "overflow" && entry.kind === "daily") {
-      const ends = (entry.gen as unknown as { stats(): { dayEndsAt?: number } }).stats()
-        .dayEndsAt;
-      const wait = ends === undefined ? 60 : Math.max(1, Math.ceil((ends - Date.now()) / 1000));
-      return errorResponse(503, "unavailable", "today's serials are used up", {
-        "retry-after": String(wait),
-      });
-    }
-    logFailure(err, entry);
-    return errorResponse(500, "internal", "the ID could not be made; see the service log");
-  }
-
-  function logFailure(err: unknown, entry: Entry): void {
-    log(
-      `kvid service: ${entry.kind} ${JSON.stringify(entry.name.slice(0, 100))} failed: ${
-        err instanceof Error ? `${err.name}: ${err.message}` : String(err)
-      }`,
-    );
-  }
-
-  async function page(req: Request, path: string): Promise<Response> {
-    const html = (status: number, body: string, headers: Record<string, string> = {}) =>
-      new Response(body, {
-        status,
-        headers: {
-          "content-type": "text/html; charset=utf-8",
-          "cache-control": "no-store",
-          "content-security-policy": PAGE_CSP,
-          "x-frame-options": "DENY",
-          "referrer-policy": "same-origin", // "no-referrer" makes form posts send Origin: null
-          ...headers,
-        },
-      });
-    if (path === "/login" || path === "/logout") {
-      if (req.method !== "POST") {
-        return errorResponse(405, "method_not_allowed", "use POST", { allow: "POST" });
-      }
-      if (!sameOrigin(req)) {
-        // Another site's form posting here (login CSRF): browsers send its Origin.
-        return errorResponse(403, "forbidden", "the form was posted from another site");
-      }
-      if (path === "/logout") {
-        return html(303, "", {
-          location: `${basePath}/`,
-          "set-cookie": sessions.close(req, secure(req)),
-        });
-      }
-      const form = await readLimited(req, MAX_FORM_BYTES);
-      if (form === undefined) {
-        return errorResponse(413, "request_too_large", `the form is over ${MAX_FORM_BYTES} bytes`);
-      }
-      const token = new URLSearchParams(form).get("token") ?? "";
-      const scope = auth === undefined ? "*" : auth.check(token);
-      if (scope === undefined) return html(401, loginPage(true, basePath));
-      return html(303, "", {
-        location: `${basePath}/`,
-        "set-cookie": sessions.open(scope, secure(req)),
-      });
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
-    }
-    const scope = auth === undefined ? "*" : sessions.fromRequest(req);
-    if (scope === undefined) return html(200, loginPage(false, basePath));
-    const now = Date.now();
-    const visible = visibleEntries(scope);
-    const rows = visible.map((e) => e.snapshot(now))
-      .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : a.kind < b.kind ? -1 : 1);
-    return html(
-      200,
-      statusPage(rows, chartSeries(scope, visible, now), {
-        store: storeLabel,
-        ready: await ready(),
-        nowMs: now,
-        base: basePath,
-      }),
-    );
-  }
-
-  /** The live generators whose names `scope` covers. */
-  function visibleEntries(scope: Scope): Entry[] {
-    const all = [...generators.entries()];
-    return scope === "*" ? all : all.filter((e) => inScope(scope, e.name));
-  }
-
-  /**
-   * IDs/s of the last 5 minutes: all of them for a token of every name (closed generators'
-   * traffic included), else the sum of the generators it may see.
-   */
-  function chartSeries(scope: Scope, visible: Entry[], now: number): number[] {
-    if (scope === "*") return generators.rates.series(now);
-    const sum = generators.rates.series(now).fill(0);
-    for (const e of visible) e.rates.series(now).forEach((n, i) => sum[i] += n);
-    return sum;
-  }
-
-  /** `/healthz`, `/readyz` and `/metrics`. */
-  async function probes(req: Request, path: string): Promise<Response> {
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
-    }
-    if (path === "/healthz") return text(200, "ok\n");
-    if (path === "/readyz") {
-      const readiness = await ready();
-      if (readiness.state === "up") return text(200, "ready\n");
-      return text(
-        503,
-        `not ready: ${
-          readiness.state === "config" ? readiness.why : "the store does not answer"
-        }\n`,
-        { "retry-after": "1" },
-      );
-    }
-    const scope = scopeOf(req);
-    if (scope === undefined) return unauthorized();
-    const { state } = await ready();
-    const metrics = renderMetrics(visibleEntries(scope), http, {
-      storeUp: state === "up",
-      storeConfigError: state === "config",
-      extra: [
-        ...segmentRoutes.metrics((name) => inScope(scope, name)),
-        ...processMetrics(),
-        ...(options.metrics?.() ?? []),
-      ],
-    }, Date.now());
-    return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-  }
-
-  // Not async itself, nor awaiting what it hands on: each async layer between fetch() and the
-  // ID costs a request its own promise and microtask turns.
-  function route(req: Request): Response | Promise<Response> {
-    if (req.url.length > MAX_URL_LENGTH) {
-      return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
-    }
-    const length = req.headers.get("content-length");
-    if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {
-      return errorResponse(413, "request_too_large", `the body is over ${MAX_BODY_BYTES} bytes`);
-    }
-    // The path and query as sent, cut out of the URL by hand: `new URL()` costs more than the
-    // ID does, and would resolve dot segments of a name.
-    const raw = req.url;
-    const start = raw.indexOf("/", raw.indexOf("//") + 2);
-    let end = raw.indexOf("#", start);
-    if (end < 0) end = raw.length;
-    const q = raw.indexOf("?", start);
-    let path = start < 0 ? "/" : raw.slice(start, q >= 0 && q < end ? q : end);
-    if (basePath !== "") {
-      // Mounted under a prefix: only paths below it are ours, and they are routed without it.
-      if (path !== basePath && !path.startsWith(basePath + "/")) {
-        return errorResponse(404, "not_found", "no such endpoint");
-      }
-      path = path.slice(basePath.length) || "/";
-    }
-    const query = q >= 0 && q < end ? raw.slice(q + 1, end) : "";
-    if (path.startsWith("/v1/ids/") && path.length > 8) {
-      return ids(req, query, "ids", path.slice(8));
-    }
-    if (path.startsWith("/v1/daily/") && path.length > 10) {
-      return ids(req, query, "daily", path.slice(10));
-    }
-    if (path.startsWith("/v1/segments/") && path.length > 13) {
-      return segments(req, path.slice(13));
-    }
-    if (path === "/healthz" || path === "/readyz" || path === "/metrics") return probes(req, path);
-    if (path === "/openapi.json") {
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        return errorResponse(405, "method_not_allowed", "use GET", { allow: allowOf(path) });
-      }
-      openApiText ??= JSON.stringify(openApiDocument(basePath), null, 2) + "\n";
-      return text(200, openApiText, { "content-type": JSON_TYPE });
-    }
-    if (path === "/" || path === "/login" || path === "/logout") return page(req, path);
-    return errorResponse(404, "not_found", "no such endpoint");
-  }
-
-  async function fetch(req: Request): Promise<Response> {
+  // Not async: a promise only where the answer waits (the IDs), one layer fewer per request.
+  function fetch(req: Request): Promise<Response> {
     if (closing !== undefined) {
-      return errorResponse(503, "shutting_down", "the service is shutting down", {
-        "retry-after": "1",
-        connection: "close",
-      });
+      return Promise.resolve(
+        errorResponse(503, "shutting_down", "the service is shutting down", {
+          "retry-after": "1",
+          connection: "close",
+        }),
+      );
     }
     http.inFlight++;
-    let res: Response;
+    let res: Response | Promise<Response>;
     try {
-      res = await route(req);
+      res = route(req);
     } catch (err) {
-      log(
-        `kvid service: unexpected ${err instanceof Error ? err.name : "error"} answering a request`,
-      );
-      res = errorResponse(500, "internal", "internal error; see the service log");
-    } finally {
-      if (--http.inFlight === 0) drained?.();
+      res = unexpected(err);
     }
+    return res instanceof Promise
+      ? res.then(answered, (err) => answered(unexpected(err)))
+      : Promise.resolve(answered(res));
+  }
+
+  function answered(res: Response): Response {
+    if (--http.inFlight === 0) drained?.();
     http.responses.set(res.status, (http.responses.get(res.status) ?? 0) + 1);
     return res;
+  }
+
+  function unexpected(err: unknown): Response {
+    log(
+      `kvid service: unexpected ${err instanceof Error ? err.name : "error"} answering a request`,
+    );
+    return errorResponse(500, "internal", "internal error; see the service log");
   }
 
   function close(): Promise<void> {
@@ -810,53 +354,11 @@ export function createHandler(options: ServiceOptions): IdService {
   }
 
   log(
-    `kvid service: store ${storeLabel}, ${
-      auth === undefined ? "NO AUTH" : "token auth"
-    }, daily serials in ${timeZone}`,
+    `kvid service: store ${config.storeLabel}, ${
+      config.auth === undefined ? "NO AUTH" : "token auth"
+    }, daily serials in ${config.timeZone}`,
   );
   return { fetch, close, [Symbol.asyncDispose]: close };
-}
-
-/**
- * Check the per-name options now, not at a name's first request: unknown keys, and what the
- * engine refuses (a generator of each kind is made with them on no store, then dropped).
- */
-function checkNames(
-  names: Record<string, NameOptions> | undefined,
-  store: Store,
-): Record<string, NameOptions> | undefined {
-  if (names === undefined) return undefined;
-  if (names === null || typeof names !== "object" || Array.isArray(names)) {
-    throw new TypeError("kvid service: names must be an object of name: options");
-  }
-  for (const [name, own] of Object.entries(names)) {
-    const where = `kvid service: names[${JSON.stringify(name)}]`;
-    if (own === null || typeof own !== "object" || Array.isArray(own)) {
-      throw new TypeError(`${where} must be an object`);
-    }
-    for (const key of Object.keys(own)) {
-      if (!(NAME_OPTION_KEYS as readonly string[]).includes(key)) {
-        throw new TypeError(
-          `${where}: unknown option ${key} (known: ${NAME_OPTION_KEYS.join(", ")})`,
-        );
-      }
-    }
-    const { digits, timeZone, initialStep, ...steps } = own;
-    try {
-      // Never used, so closing them touches no store.
-      void new KvId(name === "*" ? "x" : name, { store, initialStep, ...steps }).close();
-      void new DailyId(name === "*" ? "x" : name, {
-        store,
-        digits,
-        timeZone,
-        format: "string",
-        ...steps,
-      }).close();
-    } catch (err) {
-      throw new TypeError(`${where}: ${err instanceof Error ? err.message : err}`);
-    }
-  }
-  return names;
 }
 
 let envService: { service: IdService; config: EnvConfig } | undefined;

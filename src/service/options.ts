@@ -1,17 +1,41 @@
 /**
- * The options of the service's `createHandler`: its store, tokens and caps. Their own
- * file, so that the handler and the reading of the environment both import them.
+ * The options of the service's `createHandler`: its store, tokens and caps, and their defaults
+ * ({@linkcode SERVICE_DEFAULTS}, which the handler uses). Their own file, so that the handler and
+ * the reading of the environment both import them.
  *
  * @module
  */
 
 import type { Codec } from "../codec/codec.ts";
-import type { RedisSource } from "../stores/redis/redis_store.ts";
+import type { RedisSource } from "../contract/redis_client.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import type { NameOptions } from "./generators.ts";
 
 export type { NameOptions };
+
+/**
+ * The defaults of {@linkcode ServiceOptions}, written once: the handler reads them from here and
+ * each option's `@default` names the same value.
+ *
+ * @example
+ * ```ts
+ * import { SERVICE_DEFAULTS } from "./options.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(SERVICE_DEFAULTS.timeout === 5000 && SERVICE_DEFAULTS.durability === "strict");
+ * ```
+ */
+export const SERVICE_DEFAULTS = {
+  auth: "token",
+  timeZone: "UTC",
+  maxGenerators: 1000,
+  idleMs: 60000,
+  maxSegment: 1000000,
+  timeout: 5000,
+  durability: "strict",
+  basePath: "",
+} as const satisfies Partial<ServiceOptions>;
 
 /**
  * Options of {@linkcode createHandler}: where IDs come from, who may ask for them, and caps.
@@ -38,42 +62,72 @@ export type { NameOptions };
  * ```
  */
 export interface ServiceOptions {
-  /** A Redis client (or a factory of it), e.g. `fromNodeRedis(client)`. Or give `store`. */
+  /**
+   * A Redis client (or a factory of it), e.g. `fromNodeRedis(client)`; resolved through the
+   * `redis` option's resolver, as a generator's is. Or give `store`.
+   * @default {undefined}
+   */
   redis?: RedisSource;
-  /** Any store instead of `redis`, e.g. a `DenoKvStore`. */
+  /**
+   * Any store instead of `redis`, e.g. a `DenoKvStore`: one that passes the shared Store spec.
+   * @default {undefined}
+   */
   store?: Store;
   /**
    * Answers when the store answers, rejects (or takes over a second) when not: `GET /readyz`.
-   * Default: `PING` with `redis`; with `store`, whether no generator's last reservation failed.
+   * By default the store's own clock read (`Store.now`) when it offers one, else whether no
+   * generator's last reservation failed; the store's `durability()` read follows either way.
+   * @default {store.now, else the generators' last reservations}
    */
   ready?: () => Promise<unknown>;
-  /** How the store is named on the status page and in the log. Default `"redis"` or `"store"`. */
+  /**
+   * How the store is named on the status page and in the log.
+   * @default {"redis" with the redis option, else "store"}
+   */
   storeLabel?: string;
   /**
    * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token
    * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`.
+   * @default {undefined}
    */
   tokens?: string;
-  /** `"none"`: no token needed by anyone (logged loudly). Default `"token"`. */
+  /**
+   * `"none"`: no token needed by anyone (logged loudly).
+   * @default {"token"}
+   */
   auth?: "token" | "none";
   /**
    * Generator options per name, e.g. `{ order: { minStep: 1000 }, ticket: { digits: 8 },
    * "*": { maxStep: 100000 } }` (`"*"`: every name not listed). Checked when the handler is made.
-   * Default none: the engine's defaults.
+   * None: the engine's defaults.
+   * @default {undefined}
    */
   names?: Record<string, NameOptions>;
-  /** The IANA time zone of `/v1/daily` serials. Default `"UTC"`. */
+  /**
+   * The IANA time zone of `/v1/daily` serials.
+   * @default {"UTC"}
+   */
   timeZone?: string;
-  /** At most this many live generators (a new name past it answers 429). Default 1,000. */
+  /**
+   * At most this many live generators (a new name past it answers 429).
+   * @default {1000}
+   */
   maxGenerators?: number;
-  /** A generator unused this long (ms) may be closed to make room for a new name. Default 60,000. */
+  /**
+   * A generator unused this long (ms) may be closed to make room for a new name.
+   * @default {60000}
+   */
   idleMs?: number;
   /**
    * The most IDs one `POST /v1/segments/{name}` may reserve (an `HttpStore`'s `maxStep` at
-   * most). Default 1,000,000 (`KvId`'s default `maxStep`).
+   * most; `KvId`'s default `maxStep`).
+   * @default {1000000}
    */
   maxSegment?: number;
-  /** The generators' `timeout`: how long a request waits for a reservation (ms). Default 5,000. */
+  /**
+   * The generators' `timeout`: how long a request waits for a reservation (ms).
+   * @default {5000}
+   */
   timeout?: number;
   /**
    * The generators' `durability` (env `KVID_DURABILITY`): `"strict"` refuses a store that can
@@ -85,21 +139,27 @@ export interface ServiceOptions {
   durability?: DurabilityMode;
   /**
    * More Prometheus series for `GET /metrics`, rendered lines (`# HELP`, `# TYPE`, samples), e.g.
-   * the listener's connection counters. Default none.
+   * the listener's connection counters.
+   * @default {undefined}
    */
   metrics?: () => string[];
   /**
    * The prefix the handler is mounted under in a larger app, e.g. `"/ids"`: it answers
    * `/ids/v1/ids/{name}`, `/ids/metrics`, the status page at `/ids/` (its cookie scoped to the
-   * prefix), and 404 for every path outside it. Default `""` (the root).
+   * prefix), and 404 for every path outside it. `""`: the root.
+   * @default {""}
    */
   basePath?: string;
   /**
    * Public forms by name (`@kvid/core/codec`), for `/v1/ids/{name}`: each ID is answered with its
    * public form beside it (text: `<id>\t<encoded>` a line; JSON: an `"encoded"` array beside
-   * `"ids"`). From the environment: `KVID_FORMATS` and `KVID_ID_KEY`. Default: none.
+   * `"ids"`). From the environment: `KVID_FORMATS` and `KVID_ID_KEY`.
+   * @default {undefined}
    */
   codecs?: ReadonlyMap<string, Codec<string>>;
-  /** Where the service logs (start-up, failures; never a token). Default `console.error`. */
+  /**
+   * Where the service logs (start-up, failures; never a token).
+   * @default {console.error}
+   */
   log?: (line: string) => void;
 }

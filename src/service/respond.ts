@@ -6,8 +6,25 @@
  */
 
 import type { ServiceErrorCode } from "../client/types.ts";
+import { isTransient, type KvIdErrorCode } from "../contract/errors.ts";
 
 export type { ServiceErrorCode };
+
+/**
+ * Whether a client should retry a request that failed with `code`: a transient store failure
+ * ({@linkcode isTransient}), or a generator closed under it (the service stopping, or the name
+ * evicted while the request waited). Answered 503 with `Retry-After`.
+ */
+export function worthRetry(code: KvIdErrorCode): boolean {
+  return isTransient(code) || code === "closed";
+}
+
+/** The 503 of a store that is down or slow: `Retry-After: 1`. */
+export function unavailable(): Response {
+  return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
+    "retry-after": "1",
+  });
+}
 
 /** A JSON error response. */
 export function errorResponse(

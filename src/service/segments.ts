@@ -7,28 +7,21 @@
  */
 
 import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
-import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../contract/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
-import type { Reservation, Store } from "../contract/store.ts";
+import { MAX_ID, type Reservation, type Store } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
+import { inScope, type ScopeOf, unauthorized } from "./auth.ts";
 import { escapeLabel } from "./metrics.ts";
+import { checkedName } from "./names.ts";
 import { readLimited } from "./request.ts";
-import { errorResponse } from "./respond.ts";
-
-const MAX_ID = (1n << 63n) - 1n;
+import { errorResponse, unavailable, worthRetry } from "./respond.ts";
 /** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
 const SEGMENT_KEY = "kvid";
 /** Segment reservations the service has at its store at once, at most. */
 const MAX_SEGMENTS_IN_FLIGHT = 64;
 const MAX_BODY_BYTES = 4_096;
 const JSON_TYPE = "application/json; charset=utf-8";
-const RETRY: ReadonlySet<string> = new Set([
-  "timeout",
-  "connection",
-  "unavailable",
-  "conflict",
-  "closed",
-]);
 
 /** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
 class CappedCounts extends Map<string, number> {
@@ -48,6 +41,8 @@ export interface SegmentRoutesOptions {
   maxSegment: number;
   /** Where failures are logged. */
   log: (line: string) => void;
+  /** The scope of a request's token. */
+  scopeOf: ScopeOf;
 }
 
 /** The segment endpoints of one service, and their counters. */
@@ -56,6 +51,7 @@ export class SegmentRoutes {
   readonly #timeout: number;
   readonly #maxSegment: number;
   readonly #log: (line: string) => void;
+  readonly #scopeOf: ScopeOf;
   readonly #served = new CappedCounts();
   readonly #failed = new CappedCounts();
   #inFlight = 0;
@@ -65,6 +61,31 @@ export class SegmentRoutes {
     this.#timeout = options.timeout;
     this.#maxSegment = options.maxSegment;
     this.#log = options.log;
+    this.#scopeOf = options.scopeOf;
+  }
+
+  /**
+   * Answer `/v1/segments/{rest}`: `rest` is `{name}`, `{name}/release` or `{name}/step`; the
+   * method, the token and the name are checked here.
+   */
+  async route(req: Request, rest: string): Promise<Response> {
+    const slash = rest.indexOf("/");
+    const op = slash < 0 ? "" : rest.slice(slash + 1);
+    if (op !== "" && op !== "release" && op !== "step") {
+      return errorResponse(404, "not_found", "no such endpoint");
+    }
+    const allow = op === "step" ? "GET, PUT" : "POST";
+    if (!allow.split(", ").includes(req.method)) {
+      return errorResponse(405, "method_not_allowed", `use ${allow}`, { allow });
+    }
+    const scope = this.#scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    const name = checkedName(slash < 0 ? rest : rest.slice(0, slash));
+    if (typeof name !== "string") return name;
+    if (!inScope(scope, name)) {
+      return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
+    }
+    return await this.answer(req, name, op);
   }
 
   /**
@@ -193,42 +214,30 @@ export class SegmentRoutes {
     return out;
   }
 
-  async #bounded<T>(work: Promise<T>): Promise<T> {
+  #bounded<T>(work: Promise<T>): Promise<T> {
     const timeout = this.#timeout;
-    let cancel: (() => void) | undefined;
-    try {
-      return await Promise.race([
-        work,
-        new Promise<never>((_, reject) => {
-          cancel = deadlineTimer(timeout, () =>
-            reject(
-              new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
-                key: SEGMENT_KEY,
-                field: "",
-              }),
-            ));
+    return withDeadline(
+      work,
+      timeout,
+      () =>
+        new KvIdError("timeout", `the store did not answer within ${timeout} ms`, {
+          key: SEGMENT_KEY,
+          field: "",
         }),
-      ]);
-    } finally {
-      cancel?.();
-    }
+    );
   }
 
   #failure(err: unknown, name: string): Response {
     const e = err instanceof KvIdError ? err : toKvIdError(err, SEGMENT_KEY, name);
     this.#failed.add(name);
-    if (RETRY.has(e.code)) {
-      return errorResponse(503, "unavailable", "the ID store is unavailable: retry shortly", {
-        "retry-after": "1",
-      });
-    }
+    if (worthRetry(e.code)) return unavailable();
     this.#log(
       `kvid service: segment ${JSON.stringify(name.slice(0, 100))} failed: ${e.name}: ${e.message}`,
     );
     if (e.code === "overflow") {
       return errorResponse(409, "overflow", "the counter would pass 2^63-1");
     }
-    if (e.code === "config" && /too large/.test(e.message)) {
+    if (e.reason === "name-too-long") {
       return errorResponse(400, "bad_name", "the name is too long for this store");
     }
     if (e.code === "config") {

@@ -57,13 +57,13 @@
 import { createHandler, type IdService, optionsFromEnv } from "./mod.ts";
 import type { EnvConfig } from "./env.ts";
 import { exitOnSignals } from "./signals.ts";
-import {
-  type ConnectionStats,
-  listen,
-  type Listener,
-  type ListenerLimits,
-  type ListenerOptions,
-} from "./listener.ts";
+import type {
+  ConnectionStats,
+  Listener,
+  ListenerLimits,
+  ListenerOptions,
+} from "./listener_options.ts";
+import { listen } from "./listener.ts";
 
 export { type ConnectionStats, listen, type Listener, type ListenerLimits, type ListenerOptions };
 

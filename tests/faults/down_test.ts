@@ -18,7 +18,7 @@ import {
   rejectsWith,
 } from "./helpers.ts";
 
-const BACKOFF_BASE_MS = 20; // src/engine/kvid.ts
+const BACKOFF_BASE_MS = 20; // src/engine/outage.ts
 const BACKOFF_MAX_MS = 2_000;
 
 /** Take IDs until one succeeds, at most `ms`; what failed meanwhile is returned too. */

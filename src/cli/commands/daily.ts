@@ -9,7 +9,7 @@
 
 import { DAY_FIELD } from "../../contract/store.ts";
 import { type Day, ZonedDays } from "../../daily/calendar.ts";
-import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
+import { keepFromEither, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
 import { oldDays } from "../../stores/redis/daily_cleanup.ts";
 import {
   type Command,
@@ -133,8 +133,8 @@ than Redis cannot tell it from one without old days (deleted 0), and has no --dr
         // Dated by the earlier of this machine's clock and the server's: a clock running ahead
         // never deletes a day other processes still use (as DailyId's cleanup does).
         const { store } = target;
-        const serverDay = store.now === undefined ? today : zone.dayAt(await store.now());
-        const before = keepFrom(earlier(today, serverDay), keepDays).text;
+        const storeDay = store.now === undefined ? undefined : zone.dayAt(await store.now());
+        const before = keepFromEither(today, storeDay, keepDays).text;
         if (dryRun) {
           const fields = oldDays(Object.keys(all ?? {}), before).sort();
           if (json) out(JSON.stringify({ key, before, deleted: 0, fields }));
@@ -154,10 +154,6 @@ than Redis cannot tell it from one without old days (deleted 0), and has no --dr
     };
   },
 };
-
-function earlier(a: Day, b: Day): Day {
-  return b.ymd < a.ymd ? b : a;
-}
 
 /** A daily serial, as `kvid list` shows it. */
 export interface DailySerial {

@@ -95,19 +95,3 @@ export async function serverNow(client: RedisClient): Promise<number> {
   }
   return ms;
 }
-
-/**
- * The first day a cleanup keeps, by the earlier of two clocks: `today` (the caller's) and the
- * server's. A day is deleted only when it is more than `keepDays` days old by both, so a caller
- * whose clock runs ahead cannot delete a day that processes with right clocks still use.
- */
-export async function cleanupFrom(
-  client: RedisClient,
-  zone: ZonedDays,
-  today: Day,
-  keepDays: number,
-): Promise<Day> {
-  checkInteger("DailyId", "keepDays", keepDays, MIN_KEEP_DAYS, MAX_KEEP_DAYS);
-  const serverDay = zone.dayAt(await serverNow(client));
-  return keepFrom(serverDay.ymd < today.ymd ? serverDay : today, keepDays);
-}

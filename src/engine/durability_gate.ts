@@ -1,0 +1,143 @@
+/**
+ * The durability gate: what a generator accepts from its store, read before its first
+ * reservation and again after a transient failure, a refusal or a rollback.
+ *
+ * @module
+ */
+
+import { durabilityRefusal, markServerReadsStale } from "../contract/durability.ts";
+import type { Store, StoreDurability } from "../contract/store.ts";
+import type { DurabilityReport } from "./kvid_options.ts";
+import type { KvIdSettings } from "./settings.ts";
+
+/** What the gate reads of the generator's settings. */
+export type GateSettings = Pick<KvIdSettings, "durability" | "replicas" | "serverSettings" | "key">;
+
+/** A read of the store's durability going on beside a reservation. */
+export interface DurabilityRead {
+  /** Settles when the read did: rejects with the refusal of a store that can lose IDs. */
+  readonly verdict: Promise<void>;
+}
+
+/**
+ * One generator's durability gate. The store is read when due (first use; after a transient
+ * failure, a refusal or a rollback: the server may have restarted, or be another one), and a
+ * store that can lose reservations is refused (see {@linkcode durabilityRefusal}); a refusal
+ * leaves the read due, so a fixed server is served again.
+ *
+ * Where the read goes, in one place ({@linkcode DurabilityGate.beforeReserve}): on first use,
+ * and after a refusal, before anything is reserved (a refused server is left untouched); later,
+ * beside the reservation, one round trip for both, its range used only once the read answered.
+ *
+ * @example A custom store without `durability()` is trusted
+ * ```ts
+ * import { DurabilityGate } from "./durability_gate.ts";
+ * import type { Store } from "../contract/store.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const settings = { durability: "strict", replicas: 0, serverSettings: {}, key: "kvid" } as const;
+ * const gate = new DurabilityGate(settings, "order");
+ * const store: Store = { reserve: () => Promise.reject(new Error("not called")) };
+ * await gate.check(store);
+ * assert.ok(gate.report().durable === undefined);
+ * ```
+ */
+export class DurabilityGate {
+  // Due before the first reservation.
+  #due = true;
+  #read: StoreDurability | undefined;
+  // The last read was accepted: a re-read may then go beside the reservation.
+  #accepted = false;
+  readonly #s: GateSettings;
+  readonly #field: string;
+
+  /**
+   * @param settings The generator's `durability`, `replicas` and `serverSettings` options and
+   *   its hash (held, not copied: an idle generator is measured in bytes).
+   * @param field The counter.
+   */
+  constructor(settings: GateSettings, field: string) {
+    this.#s = settings;
+    this.#field = field;
+  }
+
+  /**
+   * First use: start the read (beside the remembered step's lookup, one round trip for both);
+   * the first reservation waits for it in {@linkcode DurabilityGate.beforeReserve}. A store
+   * that reads its durability in the reservation itself would change this method and that one.
+   */
+  firstRead(store: Store): Promise<void> {
+    const read = this.check(store);
+    read.catch(() => {}); // awaited by the reservation
+    return read;
+  }
+
+  /**
+   * Start the read a reservation needs and, when the last read was not accepted (first use, a
+   * refusal), wait for it before anything is reserved. `started`: a read begun already (first
+   * use, beside the remembered step's lookup).
+   *
+   * @throws {KvIdError} The refusal of a store that can lose reservations, when waited for.
+   */
+  async beforeReserve(store: Store, started?: Promise<void>): Promise<DurabilityRead> {
+    const verdict = started ?? this.check(store);
+    verdict.catch(() => {}); // awaited by the reservation
+    if (!this.#accepted) await verdict;
+    return { verdict };
+  }
+
+  /**
+   * Read the store's durability when due and refuse one that can lose reservations.
+   *
+   * @throws {KvIdError} A `"config"` refusal naming the fix, or the read's own failure.
+   */
+  async check(store: Store): Promise<void> {
+    if (!this.#due || store.durability === undefined) {
+      this.#accepted = true;
+      return;
+    }
+    const s = this.#s;
+    const d = await store.durability(s.key, {
+      field: this.#field,
+      mode: s.durability,
+      replicas: s.replicas,
+      stated: s.serverSettings,
+      // The first read may be another generator's on the same client (see DurabilityOptions).
+      reuse: this.#read === undefined,
+    });
+    this.#read = d;
+    const refusal = durabilityRefusal(d, s.durability, s.key, this.#field);
+    this.#accepted = refusal === undefined;
+    if (refusal !== undefined) {
+      markServerReadsStale(); // a fixed server is read again by the next generator too
+      throw refusal;
+    }
+    this.#due = false;
+  }
+
+  /** Read the store again before the next reservation, and stop sharing reads made so far. */
+  markDue(): void {
+    this.#due = true;
+    markServerReadsStale();
+  }
+
+  /** `"best-effort"`, and the store said (one of) its server(s) keeps no AOF. */
+  acceptedNoAof(): boolean {
+    if (this.#s.durability !== "best-effort") return false;
+    const settings = this.#read?.settings ?? {};
+    return Object.entries(settings).some(([k, v]) =>
+      (k === "appendonly" || k.endsWith(".appendonly")) && v === "no"
+    );
+  }
+
+  /** What the last read said, for `stats().durability`. */
+  report(): DurabilityReport {
+    const d = this.#read;
+    return {
+      mode: this.#s.durability,
+      durable: d?.durable,
+      problems: d === undefined ? [] : [...d.problems],
+      settings: d === undefined ? {} : { ...d.settings },
+    };
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * `GET /healthz` (liveness), `GET /readyz` (readiness, see `readiness.ts`) and `GET /metrics`
+ * (Prometheus text of the generators a token may see, and the service's own series).
+ *
+ * @module
+ */
+
+import { inScope, type ScopeOf, unauthorized } from "./auth.ts";
+import type { Generators } from "./generators.ts";
+import { type HttpCounters, renderMetrics } from "./metrics.ts";
+import { processMetrics } from "./process_metrics.ts";
+import type { Readiness } from "./readiness.ts";
+import { errorResponse, text } from "./respond.ts";
+import type { SegmentRoutes } from "./segments.ts";
+
+/** The paths {@linkcode probes} answers. */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/** What {@linkcode probes} reads. */
+export interface ProbesOptions {
+  ready: () => Promise<Readiness>;
+  scopeOf: ScopeOf;
+  generators: Generators;
+  http: HttpCounters;
+  segments: SegmentRoutes;
+  /** More series, rendered (the listener's connection counters). */
+  metrics: (() => string[]) | undefined;
+}
+
+/** The probes of one service: answers a request for one of {@linkcode PROBE_PATHS}. */
+export function probes(
+  options: ProbesOptions,
+): (req: Request, path: string) => Promise<Response> {
+  const { ready, scopeOf, generators, http, segments } = options;
+  return async (req, path) => {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return errorResponse(405, "method_not_allowed", "use GET", { allow: "GET, HEAD" });
+    }
+    if (path === "/healthz") return text(200, "ok\n");
+    if (path === "/readyz") {
+      const readiness = await ready();
+      if (readiness.state === "up") return text(200, "ready\n");
+      return text(
+        503,
+        `not ready: ${
+          readiness.state === "config" ? readiness.why : "the store does not answer"
+        }\n`,
+        { "retry-after": "1" },
+      );
+    }
+    const scope = scopeOf(req);
+    if (scope === undefined) return unauthorized();
+    const { state } = await ready();
+    const metrics = renderMetrics(generators.visibleTo(scope), http, {
+      storeUp: state === "up",
+      storeConfigError: state === "config",
+      extra: [
+        ...segments.metrics((name) => inScope(scope, name)),
+        ...processMetrics(),
+        ...(options.metrics?.() ?? []),
+      ],
+    }, Date.now());
+    return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * Whether the service can serve (`GET /readyz`, `kvid_store_up`, the status page): the store
+ * answers, through the probe given or one the Store contract offers, and under `"strict"` its
+ * `durability()` says it cannot lose reservations. No store is named here.
+ *
+ * @module
+ */
+
+import { withDeadline } from "../contract/deadline_timer.ts";
+import { type DurabilityMode, durabilityRefusal } from "../contract/durability.ts";
+import { KvIdError } from "../contract/errors.ts";
+import type { Store } from "../contract/store.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
+import type { Generators } from "./generators.ts";
+
+/**
+ * What the readiness probe found: the store answers, does not, or refuses the configuration (its
+ * credentials or permissions, or under `"strict"` a store that can lose reservations), and why.
+ */
+export type Readiness = { state: "up" } | { state: "down" } | { state: "config"; why: string };
+
+/** How long the probe may take before the store counts as not answering (ms). */
+export const READY_TIMEOUT_MS = 1_000;
+
+const CONFIG_REFUSED =
+  "the store refuses this service's configuration (credentials, permissions or a command it needs): fix it, see the service log";
+
+/** What {@linkcode readiness} reads. */
+export interface ReadinessOptions {
+  store: Store;
+  /** The generators' `durability` mode. */
+  durability: DurabilityMode;
+  /** The probe the caller gave (`ServiceOptions.ready`), if any. */
+  probe: (() => Promise<unknown>) | undefined;
+  /** The live generators, whose last reservations judge a store that offers no probe. */
+  generators: Generators;
+}
+
+/**
+ * The readiness check of one service. Without a probe given: the store's clock (`Store.now`,
+ * one round trip to its server) when it has one, else whether no generator's last reservation
+ * failed; then the store's `durability()` read, which reads its server too.
+ *
+ * @returns A function answering the current {@linkcode Readiness}, within
+ *   {@linkcode READY_TIMEOUT_MS} (a loop blocked by the application is not a store that does not
+ *   answer: `withDeadline`).
+ */
+export function readiness(options: ReadinessOptions): () => Promise<Readiness> {
+  const { store, durability, generators } = options;
+  const probe = options.probe ??
+    (typeof store.now === "function" ? () => store.now!() : () => lastReservations(generators));
+  const check = async (): Promise<string | undefined> => {
+    await probe();
+    if (store.durability === undefined) return undefined;
+    const d = await store.durability("kvid", {
+      field: "",
+      mode: durability,
+      replicas: 0,
+      stated: {},
+    });
+    return durabilityRefusal(d, durability, "kvid", "")?.message;
+  };
+  return async () => {
+    try {
+      const refusal = await withDeadline(check(), READY_TIMEOUT_MS, () => new Error("slow"));
+      return refusal === undefined ? { state: "up" } : { state: "config", why: refusal };
+    } catch (err) {
+      // The probe's own words (a reply error of the client) or the generators' last error.
+      const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
+      return kvid.code === "config" ? { state: "config", why: CONFIG_REFUSED } : { state: "down" };
+    }
+  };
+}
+
+/** Rejects when a live generator's last reservation failed (`config` when it was refused). */
+function lastReservations(generators: Generators): Promise<void> {
+  for (const e of generators.entries()) {
+    const last = e.snapshot(Date.now()).lastError;
+    if (last !== null) {
+      const code = last.startsWith("config:") ? "config" : "connection";
+      return Promise.reject(
+        new KvIdError(code, "the store fails", { key: "kvid", field: e.name }),
+      );
+    }
+  }
+  return Promise.resolve();
+}
