@@ -37,7 +37,7 @@ const SETUP = "tests/faults/setup_test.ts";
 const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
-const CODEC_TESTS = ["tests/codec_test.ts", "tests/ff1_test.ts"];
+const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
 const INTERLEAVED_ANY = [
   "tests/interleaved_any_test.ts",
   INTERLEAVED,
