@@ -39,7 +39,7 @@ const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
 const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
 const INTERLEAVED_ANY = [
-  "tests/interleaved_mark_test.ts",
+  "tests/interleaved_members_test.ts",
   "tests/interleaved_any_test.ts",
   INTERLEAVED,
   "tests/stores/store_spec_test.ts",

@@ -1,9 +1,9 @@
 /**
- * `InterleavedStore` remembers, per counter, the cycle each member reached through it: a member
- * found below that (its counter lowered behind the store's back: a restore, a lost write) is
- * raised above it and the reply says `raised`, even when the caller passes no floor (a generator
- * without `guard`). Found by the `interleaved/member-rollback-mark` mutation, which no other test
- * caught. Members: Deno KV in memory (they record the layout; no server needed).
+ * `InterleavedStore`'s own bookkeeping of its members, on Deno KV members in memory (they record
+ * the layout; no server needed): the cycle each member reached through it (a member found below
+ * it is raised above it, even when the caller passes no floor: a generator without `guard`;
+ * found by the `interleaved/member-rollback-mark` mutation, which no other test caught), and the
+ * rotation of the first member tried.
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
@@ -40,4 +40,23 @@ Deno.test("interleaved: a member lowered below this store's own last reply is ra
     }
   }
   assert.equal(raised, 2, "each lowered member says it was raised");
+});
+
+Deno.test("interleaved: each reservation starts at the member after the last one that served", async () => {
+  const kvs = await Promise.all([0, 1, 2].map(() => Deno.openKv(":memory:")));
+  try {
+    const store = new InterleavedStore(kvs.map((kv) => new DenoKvStore(kv)), { block: 5 });
+    const served: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await store.reserve("kvid", "rotation", 5, NO_FLOOR);
+      assert.equal(r.ranges.length, 1);
+      // Block j of cycle c is member j's: IDs (c * 3 + j) * 5 + 1 ..
+      served.push(Number(((r.ranges[0].first - 1n) / 5n) % 3n));
+    }
+    for (let i = 1; i < served.length; i++) {
+      assert.equal(served[i], (served[i - 1] + 1) % 3, `members in turn: ${served}`);
+    }
+  } finally {
+    for (const kv of kvs) kv.close();
+  }
 });
