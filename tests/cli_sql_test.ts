@@ -1,9 +1,9 @@
 /**
  * The admin CLI on the SQL stores, run as a subprocess against real PostgreSQL and MariaDB
- * servers the test starts: the commands of the Store contract (`next --create`, `cleanup`,
- * `durability`) run there, the ones that read the Redis hash are refused with exit 2 naming what
- * runs, and a server that is down or silent exits 3. (Deno KV has no URL scheme: nothing of the
- * CLI reaches it.)
+ * servers the test starts: every command runs there through the Store contract (`next`, `get`,
+ * `list`, `floor`, `daily`, `cleanup`, `durability`: `reserve`, `counters`, `deleteDaysBefore`,
+ * `now`), and a server that is down or silent exits 3. (Deno KV has no URL scheme: nothing of
+ * the CLI reaches it.)
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
@@ -78,7 +78,7 @@ async function sql(server: SqlServer, statement: string): Promise<void> {
   }
 }
 
-/** The commands on one SQL server: what the Store contract has runs, the rest exits 2. */
+/** The commands on one SQL server, every one through the Store contract. */
 async function onServer(server: SqlServer): Promise<void> {
   const url = server.url;
   const today = new ZonedDays("UTC").dayAt(Date.now());
@@ -98,28 +98,54 @@ async function onServer(server: SqlServer): Promise<void> {
     expect(await kvid(url, "next", field, "--create", ...daily), 0, "1\n");
   }
 
-  const refused = await pool(
+  // The commands that read counters, through the store's counters(): in order, each on what
+  // the ones before left. [args, exit code, stdout or stderr pattern].
+  const huge = "9223372036854775806"; // 2^63-2: exact, never through a double
+  const steps: [string[], number, string | RegExp][] = [
+    [["get", "order"], 0, "4\n"],
+    [["get", "order", "--json"], 0, '{"key":"kvid","name":"order","value":"4"}\n'],
+    [["get", "missing"], 1, /no counter "missing" in hash "kvid"/],
+    // next without --create: the counter must exist (a typo is refused, and creates nothing).
+    [["next", "ordr"], 1, /no counter "ordr" in hash "kvid".*--create/],
+    [["next", "order"], 0, "5\n"],
+    // floor: raises to exactly the value, leaves an equal one, never lowers.
+    [["floor", "order", "100"], 0, "order: 5 -> 100\n"],
+    [["get", "order"], 0, "100\n"],
+    [["floor", "order", "100"], 0, "order: already 100\n"],
     [
-      ["get", "order"],
-      ["list"],
-      ["floor", "order", "100", "--create"],
-      ["daily", "view"],
-      ["cleanup", "view", "--keep-days", "5", "--dry-run"],
-      ["next", "order"],
-    ].map((args) => () => kvid(url, ...args)),
-    3,
-  );
-  const scheme = new URL(url).protocol;
-  for (const [i, what] of ["get", "list", "floor", "daily", "cleanup --dry-run"].entries()) {
-    expect(
-      refused[i],
-      2,
-      new RegExp(
-        `^kvid: ${what} runs on redis:// and rediss:// URLs only for now \\(.*\\); on ${scheme}// the CLI has next --create, cleanup, durability\\n$`,
-      ),
-    );
-  }
-  expect(refused[5], 2, /next on .*\/\/ needs --create for now/);
+      ["floor", "order", "99"],
+      1,
+      /refusing to lower counter "order" of hash "kvid" from 100 to 99/,
+    ],
+    [["floor", "ordr", "5"], 1, /no counter "ordr" in hash "kvid".*--create/],
+    [
+      ["floor", "big", huge, "--create", "--json"],
+      0,
+      `{"key":"kvid","name":"big","old":null,"new":"${huge}","raised":true}\n`,
+    ],
+    [["get", "big"], 0, `${huge}\n`],
+    [["next", "order"], 0, "101\n"],
+    // list: the counters of the hash, sorted, exact; nothing of another key.
+    [["list"], 0, `big\t${huge}\norder\t101\n`],
+    [["list", "--json"], 0, `{"key":"kvid","counters":{"big":"${huge}","order":"101"}}\n`],
+    [["list", "--key", "nothing-here"], 0, ""],
+    // daily: the day counters, oldest first, today marked; the other field is no day.
+    [["daily", "view"], 0, `${day(40)}\t1\n${day(10)}\t1\n${day(3)}\t1\n${day(0)}\t1\t(today)\n`],
+    [
+      ["daily", "view", "--json"],
+      0,
+      JSON.stringify({
+        key: "kvid:daily:view",
+        today: day(0),
+        days: { [day(40)]: "1", [day(10)]: "1", [day(3)]: "1", [day(0)]: "1" },
+      }) + "\n",
+    ],
+    [["daily", "nope"], 1, /no daily serial "nope": hash "kvid:daily:nope" does not exist/],
+    [["cleanup", "nope", "--keep-days", "3"], 1, /no daily serial "nope"/],
+    // cleanup --dry-run: what would go, deleting nothing (the cleanup below deletes them).
+    [["cleanup", "view", "--keep-days", "5", "--dry-run"], 0, `${day(40)}\n${day(10)}\n`],
+  ];
+  for (const [args, code, want] of steps) expect(await kvid(url, ...args), code, want);
 
   // cleanup: deletes the days more than 5 days old, leaves the rest and the other field.
   const cleaned = expect(await kvid(url, "cleanup", "view", "--keep-days", "5"), 0);
@@ -172,7 +198,7 @@ async function onServer(server: SqlServer): Promise<void> {
   assert.ok(!refusedLogin.stderr.includes("not-the-password"), refusedLogin.stderr);
 }
 
-Deno.test("cli on PostgreSQL and MariaDB: next --create, cleanup and durability; Redis-only commands exit 2", async () => {
+Deno.test("cli on PostgreSQL and MariaDB: every command, through the Store contract", async () => {
   await using postgres = await startPostgres();
   await using mariadb = await startMariaDb();
   await Promise.all([onServer(postgres), onServer(mariadb)]);

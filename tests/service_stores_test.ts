@@ -28,6 +28,7 @@ const OPTIONAL = [
   "now",
   "durability",
   "reservesStep",
+  "counters",
 ] as const;
 
 /** One store under test: how the service is given it, and the same store for assertions. */

@@ -89,8 +89,19 @@ Deno.test("the registry: an opener says which optional methods its store has bey
       const also = "also" in opener ? opener.also : undefined;
       assert.equal(typeof opened.store.giveBack === "function", also?.giveBack === true);
       assert.equal(opened.store.reservesStep === true, also?.reservesStep === true);
+      assert.equal(typeof opened.store.counters === "function", also?.counters === true);
       const lazy = storeFromUrl(url);
       assert.equal(typeof lazy.store.giveBack === "function", also?.giveBack === true);
+      assert.equal(typeof lazy.store.counters === "function", also?.counters === true);
+      if (lazy.store.counters !== undefined) {
+        // Forwarded: what the lazy store reads is the opened store's.
+        const key = `url-counters-${crypto.randomUUID()}`;
+        const exact = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+        await lazy.store.reserve(key, "order", 7, exact);
+        const read = await lazy.store.counters(key);
+        assert.deepEqual(read, new Map([["order", { value: 7n }]]));
+        assert.deepEqual(await opened.store.counters!(key), read);
+      }
       await lazy.close();
     } finally {
       await opened.close();
@@ -184,12 +195,15 @@ Deno.test("CLI: KVID_STORE_URL and --url pick the store", async () => {
       assert.equal(sql.code, 0, sql.stderr);
       assert.equal(sql.stdout, expected, url);
     }
-    const typo = await kvid(["next", "cli-url", "--url", url], {});
-    assert.equal(typo.code, 2, typo.stderr);
-    assert.match(typo.stderr, /needs --create/);
+    // Without --create the counter must exist: read through the store's counters().
+    const typo = await kvid(["next", "cli-urll", "--url", url], {});
+    assert.equal(typo.code, 1, typo.stderr);
+    assert.match(typo.stderr, /no counter "cli-urll" in hash "kvid".*--create/);
+    const again = await kvid(["next", "cli-url", "--url", url], {});
+    assert.equal(again.stdout, "7\n", again.stderr);
     const list = await kvid(["list", "--url", url], {});
-    assert.equal(list.code, 2, list.stderr);
-    assert.match(list.stderr, /list runs on redis:\/\/ and rediss:\/\/ URLs only for now/);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^cli-url\t7$/m);
   }
   const bad = await kvid(["get", "x", "--url", "ftp://127.0.0.1/"], {});
   assert.equal(bad.code, 2, bad.stderr);

@@ -41,7 +41,7 @@ for (const c of COMMAND_TABLE) {
   else STANDALONE.set(c.name, c);
 }
 
-/** What runs on every store, for the help and the refusals: "next --create, cleanup, ...". */
+/** What runs on every store, for `--url`'s help: "next, get, list, ...". */
 export const ANY_STORE: string = [...STORE_COMMANDS.values()].flatMap((c) => c.anyStore ?? [])
   .join(", ");
 

@@ -10,6 +10,7 @@
 import type { Store } from "../contract/store.ts";
 import { CliError, EXIT, usage } from "./exit.ts";
 import type { RedisOps } from "./redis_ops.ts";
+import { LAYOUT_FIELD_PREFIX } from "../stores/interleaved/layout.ts";
 
 /** An option of a command, as `node:util`'s `parseArgs` takes it. */
 export interface OptionSpec {
@@ -34,7 +35,10 @@ export interface CommandInput {
 export interface Target {
   /** The store, through the contract: every store the URL can name. */
   store: Store;
-  /** On `redis://` and `rediss://`: the commands that read and write the hash directly. */
+  /**
+   * On `redis://` and `rediss://`: the hash commands, so the CLI reads the hash as it is (a
+   * field another tool wrote text into included) and `floor` raises without reserving.
+   */
   redis: RedisOps | undefined;
   /** The URL's scheme, e.g. `"postgres:"`. */
   scheme: string;
@@ -56,12 +60,6 @@ export interface Context {
 
 /** A command, checked and ready to run on a store. */
 export interface Job {
-  /**
-   * When this job needs Redis (it reads or writes the hash directly, which the Store contract has
-   * no call for): the refusal (exit 2) on a URL of `scheme` (`"postgres:"`), given `anyStore`,
-   * what the CLI runs there. Undefined: it runs on any store.
-   */
-  redisOnly?: (scheme: string, anyStore: string) => string;
   /** Run it. */
   run(context: Context): Promise<void>;
 }
@@ -103,8 +101,9 @@ export interface Command {
   /** The hash when `--key` is not given; without it, `"kvid"`. */
   defaultKey?: (args: Readonly<Record<string, string>>) => string;
   /**
-   * What of it runs on every store (`"next --create"`, `"cleanup"`), for the help and the
-   * refusals; undefined when it runs on Redis only.
+   * What of it runs on every store the URL can name (`"next"`, `"list"`), for `--url`'s help;
+   * undefined when it runs on Redis only (none does: the Store contract reserves, reads counters
+   * and deletes days).
    */
   anyStore?: string;
   /**
@@ -134,26 +133,6 @@ export interface StandaloneCommand {
   runAlone(args: string[]): Promise<number>;
 }
 
-/** The refusal of a Redis-only job on another store: `what` names it, `why` says why. */
-export function onlyOnRedis(
-  what: string,
-  why: string,
-): (scheme: string, anyStore: string) => string {
-  return (scheme, anyStore) =>
-    `${what} runs on redis:// and rediss:// URLs only for now (${why}); on ${scheme}// the CLI has ${anyStore}`;
-}
-
-/**
- * The Redis commands of a job that needs Redis (refused before connecting elsewhere, so they
- * are there).
- *
- * @throws {TypeError} On a target without Redis (a job whose `redisOnly` was not checked).
- */
-export function redisOf(target: Target): RedisOps {
-  if (target.redis === undefined) throw new TypeError("a Redis-only job ran on another store");
-  return target.redis;
-}
-
 /**
  * An integer option or argument from `min` to `max`.
  *
@@ -167,14 +146,81 @@ export function integerArg(what: string, text: string, min: number, max: number)
   return n;
 }
 
+/** A counter as the CLI reads and prints it. */
+export interface CounterText {
+  /**
+   * Its value as the store holds it: through the Store contract a non-negative integer; on
+   * Redis the field's text, whatever another tool wrote there (`get` and `floor` refuse a
+   * non-integer, `list` shows it).
+   */
+  value: string;
+  /** The layout of a member of interleaved servers: `value` is then its block cycle. */
+  layout?: string;
+}
+
 /**
- * Refuse a counter that does not exist (`HGET` finds nothing) unless --create: a typo must not
- * start a new one.
+ * The counters of hash `key` (only `names`, when given) on any store: on Redis the hash itself
+ * (`HGET`, `HGETALL`: a field holding text is read as it is), elsewhere the store's
+ * `counters()`. Never the library's own fields (their names begin with NUL).
+ *
+ * @example On a stand-in store
+ * ```ts
+ * import { readCounters } from "./command.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const store = {
+ *   reserve: () => Promise.reject(new Error("not in this example")),
+ *   counters: () => Promise.resolve(new Map([["order", { value: 42n }]])),
+ * };
+ * const read = await readCounters({ store, redis: undefined, scheme: "postgres:" }, "kvid");
+ * assert.ok(read.get("order")?.value === "42");
+ * ```
+ *
+ * @throws {CliError} Exit 1 on a store that cannot read counters; the store's own failures.
+ */
+export async function readCounters(
+  target: Target,
+  key: string,
+  names?: readonly string[],
+): Promise<Map<string, CounterText>> {
+  const found = new Map<string, CounterText>();
+  const { redis, store } = target;
+  if (redis !== undefined) {
+    const fields = names === undefined ? await redis.hGetAll(key) : Object.fromEntries(
+      await Promise.all(
+        names.flatMap((n) => [n, LAYOUT_FIELD_PREFIX + n]).map(async (f) =>
+          [f, await redis.hGet(key, f)] as const
+        ),
+      ),
+    );
+    for (const [name, value] of Object.entries(fields)) {
+      if (name.startsWith(INTERNAL) || value === null) continue;
+      const layout = fields[LAYOUT_FIELD_PREFIX + name] ?? undefined;
+      found.set(name, layout === undefined || layout === null ? { value } : { value, layout });
+    }
+    return found;
+  }
+  if (store.counters === undefined) {
+    throw new CliError(EXIT.failed, `the store of --url cannot read counters`);
+  }
+  const read = await store.counters(key, names === undefined ? undefined : { names });
+  for (const [name, { value, layout }] of read) {
+    found.set(name, layout === undefined ? { value: `${value}` } : { value: `${value}`, layout });
+  }
+  return found;
+}
+
+// Fields of a hash that are not counters start with this: an interleaved counter's layout, a
+// counter's remembered step and pool, each then the counter's name.
+const INTERNAL = "\u0000";
+
+/**
+ * Refuse a counter that does not exist unless --create: a typo must not start a new one.
  *
  * @throws {CliError} Exit 1, naming the counter and the fix.
  */
-export async function mustExist(redis: RedisOps, key: string, name: string): Promise<void> {
-  if (await redis.hGet(key, name) !== null) return;
+export async function mustExist(target: Target, key: string, name: string): Promise<void> {
+  if ((await readCounters(target, key, [name])).has(name)) return;
   throw new CliError(
     EXIT.failed,
     `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}: check the name ` +

@@ -30,12 +30,12 @@
  *
  * | command                                                    | what it does                                                                       | stores                   |
  * | ---------------------------------------------------------- | ---------------------------------------------------------------------------------- | ------------------------ |
- * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                                     | any (not Redis: `--create`) |
- * | `get <name>`                                               | prints the last reserved value, exactly                                            | Redis                    |
- * | `list`                                                     | prints each counter of the hash and its value (no internals), then daily serials   | Redis                    |
- * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers                     | Redis                    |
- * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked         | Redis                    |
- * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old                     | any (`--dry-run`: Redis) |
+ * | `next <name> [-n N] [--create]`                            | reserves N IDs (one `HINCRBY`) and prints them                                     | any                      |
+ * | `get <name>`                                               | prints the last reserved value, exactly                                            | any                      |
+ * | `list`                                                     | prints each counter of the hash and its value (no internals), then daily serials   | any (daily serials: Redis) |
+ * | `floor <name> <value> [--create]`                          | raises a counter to at least `value`, atomically; never lowers                     | any                      |
+ * | `daily <name> [--time-zone Z]`                             | prints the day counters of `kvid:daily:<name>`, oldest first, today marked         | any                      |
+ * | `cleanup <name> --keep-days N [--time-zone Z] [--dry-run]` | deletes day fields of `kvid:daily:<name>` more than N days old                     | any                      |
  * | `durability`                                               | prints what the server can lose and the fix; exit 1 if a generator would refuse it | any                      |
  * | `encode [ID ...] [--form F] [--width N] [--encrypt]`       | writes IDs in a public form (`@kvid/core/codec`)                                   | none                     |
  * | `decode [TEXT ...] [--form F] [--width N] [--encrypt]`     | reads public forms back into IDs                                                   | none                     |
@@ -43,12 +43,14 @@
  * Every command takes `--help` (the list above is the one `kvid --help` prints). `--url` defaults
  * to `$KVID_STORE_URL`, then `$KVID_REDIS_URL`, then `redis://127.0.0.1:6379`; its scheme picks the
  * store (`redis://`, `rediss://`, `postgres://`, `postgresql://`,
- * `mysql://`); another scheme exits 2. The commands marked "any" above run through the Store
- * contract (`reserve`, `deleteDaysBefore` dated by `now`, `durability`), so on every store; the
- * ones marked Redis read or write the hash itself (`HGET`, `HGETALL`, `SCAN`, a script), which
- * the contract has no call for, and exit 2 naming what runs there on another store's URL. On a
- * store other than Redis `next` needs `--create` (the CLI cannot check there that the counter
- * exists) and `cleanup` cannot tell a missing daily serial from one without old days.
+ * `mysql://`); another scheme exits 2. Every command marked "any" above runs through the Store
+ * contract (`reserve`, `counters`, `deleteDaysBefore` dated by `now`, `durability`), so on every
+ * store whose URL the CLI opens. On Redis the CLI reads the hash itself (`HGET`, `HGETALL`: a
+ * field another tool wrote text into is shown, and refused by `get` and `floor`), `floor` is one
+ * script that raises without reserving, and `list` also finds the daily serials (`SCAN`: the
+ * contract has no call listing hashes, so elsewhere `kvid daily <name>` reads one). Elsewhere
+ * `floor` reads the counter, then raises it with one guarded reservation of the ID `<value>`
+ * itself (never handed out): the counter ends at `<value>`, as on Redis.
  * `--json` prints values as exact decimal strings; `--timeout` bounds connecting and the command
  * (default 5000 ms). `next` and `floor` refuse a counter that does not exist (a typo would start a new
  * one at 1) unless `--create` is given. Negative numbers and unknown options are refused with exit 2.
@@ -81,8 +83,8 @@
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
 import { withDeadline } from "../contract/deadline_timer.ts";
-import { redactStoreUrl, storeKind } from "../stores/store_url.ts";
-import { ANY_STORE, parse, type Parsed } from "./args.ts";
+import { redactStoreUrl } from "../stores/store_url.ts";
+import { parse, type Parsed } from "./args.ts";
 import type { Context } from "./command.ts";
 import { CliError, EXIT } from "./exit.ts";
 import { errorText, openTarget } from "./target.ts";
@@ -135,9 +137,6 @@ export async function main(args: string[]): Promise<number> {
 /** Open the store of `--url`, run the job on it within `--timeout`, and close it. */
 async function runOnStore(p: Parsed): Promise<void> {
   const { job, url, timeout } = p;
-  if (storeKind(url, "--url") !== "redis" && job.redisOnly !== undefined) {
-    throw new CliError(EXIT.usage, job.redisOnly(new URL(url).protocol, ANY_STORE));
-  }
   const opened = await openTarget(url, timeout);
   try {
     const work = (async () => {

@@ -1,7 +1,7 @@
 /**
- * The Redis commands of the CLI's Redis-only commands (`get`, `list`, `floor`, `daily`, `cleanup
- * --dry-run` and `next`'s check that the counter exists): reading the hash, finding the daily
- * serials, one script. Their failures are {@linkcode KvIdError}s, classified as a reservation's
+ * The Redis commands the CLI sends on `redis://` URLs besides the Store contract's: reading the
+ * hash as it is (`get`, `list`, `daily`, `cleanup`, `next`'s check that the counter exists),
+ * finding the daily serials (`list`), `floor`'s script. Their failures are {@linkcode KvIdError}s, classified as a reservation's
  * are (`toKvIdError`), so the CLI branches on codes, never on the server's words.
  *
  * @module
@@ -18,7 +18,7 @@ export interface NodeRedisHashes {
   hGetAll(key: string): Promise<unknown>;
 }
 
-/** What the Redis-only commands send. */
+/** What the CLI sends to Redis directly. */
 export interface RedisOps {
   /** `HGET key field`: the value, or null. */
   hGet(key: string, field: string): Promise<string | null>;
@@ -31,7 +31,7 @@ export interface RedisOps {
 }
 
 /**
- * The Redis-only commands on `hashes` (the node-redis client) and `client` (its adapter).
+ * The CLI's Redis commands on `hashes` (the node-redis client) and `client` (its adapter).
  *
  * @example On a stand-in client
  * ```ts

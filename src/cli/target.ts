@@ -1,7 +1,7 @@
 /**
  * The store of `--url`, opened for one command: on `redis://` and `rediss://` a node-redis
- * client the CLI owns (the {@linkcode RedisStore} on it, and the hash commands of the Redis-only
- * commands); on every other scheme `storeFromUrl`'s store (PostgreSQL, MySQL, MariaDB, ...).
+ * client the CLI owns (the {@linkcode RedisStore} on it, and the hash commands the CLI reads
+ * and raises counters with there); on every other scheme `storeFromUrl`'s store (PostgreSQL, MySQL, MariaDB, ...).
  *
  * @module
  */
@@ -100,6 +100,7 @@ function classified(store: RedisStore): Store {
     durability: (key, options) => mapped(store.durability(key, options), key, options.field),
     deleteDaysBefore: (key, before) =>
       mapped(store.deleteDaysBefore(key, before), key, `<${before}`),
+    counters: (key, options) => mapped(store.counters(key, options), key, ""),
     now: () => mapped(store.now(), "", ""),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The store contract: what a backend implements ({@linkcode Store}), what one reservation takes
- * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), and
- * where a counter's remembered step lives ({@linkcode stepField}). The engine depends on this
+ * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), what
+ * reading counters returns ({@linkcode CounterValue}), and where a counter's remembered step
+ * lives ({@linkcode stepField}). The engine depends on this
  * file alone; the Redis, interleaved, Deno KV, PostgreSQL and MySQL stores implement it.
  *
  * @module
@@ -239,6 +240,49 @@ export interface DurabilityOptions {
 }
 
 /**
+ * One counter as {@linkcode Store.counters} reads it.
+ *
+ * @example A plain counter and a member's
+ * ```ts
+ * import type { CounterValue } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const order: CounterValue = { value: 9_007_199_254_740_993n }; // exact above 2^53
+ * const member: CounterValue = { value: 3n, layout: "v1 servers=2 block=1000 index=0" };
+ * assert.ok(order.layout === undefined && member.value === 3n);
+ * ```
+ */
+export interface CounterValue {
+  /**
+   * The stored value, exactly: the last ID reserved (the next is above it); for a counter
+   * with a {@linkcode CounterValue.layout}, the member's next block cycle, not an ID.
+   */
+  value: bigint;
+  /** The interleaved layout recorded next to the counter ({@linkcode ReserveOptions.layout}). */
+  layout?: string;
+}
+
+/**
+ * What {@linkcode Store.counters} reads.
+ *
+ * @example
+ * ```ts
+ * import type { CountersOptions } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const one: CountersOptions = { names: ["order"] }; // `kvid get order`
+ * assert.ok(one.names?.length === 1);
+ * ```
+ */
+export interface CountersOptions {
+  /**
+   * Read only these counters (those that exist are in the map). Default: every counter of
+   * the hash.
+   */
+  names?: readonly string[];
+}
+
+/**
  * Reserves ranges of IDs; one call is one atomic reservation.
  *
  * @example An in-memory store for tests
@@ -285,6 +329,16 @@ export interface Store {
    * full pool drops the rest: a gap, never a duplicate).
    */
   giveBack?(key: string, field: string, ranges: IdRange[]): Promise<number>;
+  /**
+   * Optional, for reading (the CLI's `get`, `list`, `daily`): the counters of hash `key` that
+   * exist, by name, each value exact (above 2^53 too). Never an internal field (a remembered
+   * step, a layout, a pool: their names begin with NUL, or they are columns), never another
+   * key's counter; a counter no reservation has set (a row a saved step made, at 0) may be
+   * left out. An absent key is an empty map. A counter holding something other than a
+   * non-negative integer rejects with a `"reply"` {@linkcode KvIdError} (reason
+   * `"not-a-counter"`). Reads only: it never creates, raises or locks anything.
+   */
+  counters?(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
   /** True when `reserve` honours {@linkcode ReserveOptions.loadStep} (one round trip). */
   readonly reservesStep?: boolean;
   /**

@@ -121,6 +121,8 @@ export {
 } from "./interleaved/interleaved_store.ts";
 export { RedisStore } from "./redis/redis_store.ts";
 export type {
+  CountersOptions,
+  CounterValue,
   DurabilityOptions,
   IdRange,
   Reservation,

@@ -41,7 +41,7 @@ export interface StoreOpener<K extends string = string> {
   /**
    * Import the store and its driver (only now: a user of another scheme never loads them) and
    * connect within `timeout` ms. Left out by Redis, whose URL the caller opens with its own
-   * client (it knows Redis-only commands).
+   * client (which also sends hash commands the contract has no call for: `SCAN`, a script).
    */
   open?(url: string, options: { timeout: number }): Promise<OpenedStore>;
   /**
@@ -49,7 +49,7 @@ export interface StoreOpener<K extends string = string> {
    * (`reserve`, `release`, `loadStep`, `saveStep`, `deleteDaysBefore`, `durability`, `now`)
    * that the opened store has: the lazy store forwards them too. Default: none.
    */
-  readonly also?: { giveBack?: boolean; reservesStep?: boolean };
+  readonly also?: { giveBack?: boolean; reservesStep?: boolean; counters?: boolean };
 }
 
 /** A Redis, Valkey or Kvrocks URL: opened by the caller's Redis client, not here. */
@@ -124,7 +124,7 @@ export interface UrlStore {
 /**
  * The store of a non-Redis URL, made lazily: nothing is imported or connected until the first
  * reservation or {@linkcode UrlStore.ready}. Redis URLs are left to the caller's own Redis
- * client (the service's, the CLI's), which knows Redis-only commands; an unknown scheme is
+ * client (the service's, the CLI's), which also sends commands the contract has none for; an unknown scheme is
  * refused at once with a `"config"` {@linkcode KvIdError}.
  *
  * @example PostgreSQL: nothing is loaded or connected until the first ID
@@ -208,6 +208,15 @@ export function storeFromUrl(
   if (opener.also?.giveBack) {
     store.giveBack = async (key, field, ranges) =>
       await (await open()).store.giveBack?.(key, field, ranges) ?? 0;
+  }
+  if (opener.also?.counters) {
+    store.counters = async (key, countersOptions) => {
+      const s = (await open()).store;
+      if (s.counters === undefined) {
+        throw new KvIdError("config", `${what}: this store cannot read counters`, { key });
+      }
+      return await s.counters(key, countersOptions);
+    };
   }
   if (opener.also?.reservesStep) Object.assign(store, { reservesStep: true });
   return {

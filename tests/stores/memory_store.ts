@@ -7,7 +7,14 @@
 
 import { KvIdError } from "../../mod.ts";
 import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../../src/stores/mod.ts";
+import type {
+  CountersOptions,
+  CounterValue,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+} from "../../src/stores/mod.ts";
 
 /** Every method of the contract, atomic because JavaScript runs one call at a time. */
 export class MemoryStore implements Store {
@@ -67,6 +74,17 @@ export class MemoryStore implements Store {
   saveStep(key: string, field: string, step: number): Promise<void> {
     this.#steps.set(`${key}\n${field}`, step);
     return Promise.resolve();
+  }
+
+  /** The counters of a hash; see {@linkcode Store.counters}. */
+  counters(key: string, options: CountersOptions = {}): Promise<Map<string, CounterValue>> {
+    const hash = this.#counters.get(key) ?? new Map<string, bigint>();
+    const found = new Map<string, CounterValue>();
+    for (const name of options.names ?? hash.keys()) {
+      const value = hash.get(name);
+      if (value !== undefined) found.set(name, { value });
+    }
+    return Promise.resolve(found);
   }
 
   /** Delete the day counters before `before`; see {@linkcode Store.deleteDaysBefore}. */

@@ -317,6 +317,69 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
+  await t.step({
+    name: store.counters
+      ? "counters(): each counter of the key, exact; no internal field, no other key's; an absent key is empty"
+      : "counters (ignored: this store has no counters)",
+    ignore: !store.counters,
+    fn: async () => {
+      const read = (k: string, names?: string[]) =>
+        store.counters!(k, names === undefined ? undefined : { names });
+      // A key of its own, unless the store serves one key: then only this case's names count.
+      const own = subject.key ?? fresh("counters");
+      const [a, b, pooled, member] = ["a", "b", "pooled", "member"].map((n) => fresh(n));
+      await store.reserve(own, a, 10, PLAIN);
+      const huge = (1n << 60n) + 3n; // above 2^53: a double would round it
+      await store.reserve(own, b, 1, { ...PLAIN, floor: huge, raiseTo: huge });
+      const expected = new Map([[a, { value: 10n }], [b, { value: huge + 1n }]]);
+      if (store.saveStep !== undefined) await store.saveStep(own, a, 300); // a step field
+      if (store.giveBack !== undefined) {
+        await store.reserve(own, pooled, 10, PLAIN);
+        await store.giveBack(own, pooled, [{ first: 2n, last: 3n }]); // a pool field
+        expected.set(pooled, { value: 10n });
+      }
+      const layout = "v1 servers=2 block=10 index=1";
+      if (subject.layout === true) {
+        await store.reserve(own, member, 1, { ...PLAIN, layout }); // a layout field
+        expected.set(member, { value: 1n, layout } as { value: bigint; layout?: string });
+      }
+      const otherKey = subject.key === undefined ? fresh("other-counters") : undefined;
+      if (otherKey !== undefined) await store.reserve(otherKey, fresh("elsewhere"), 5, PLAIN);
+
+      const listed = await read(own);
+      for (const name of listed.keys()) {
+        assert.ok(!name.startsWith("\0"), `an internal field is listed: ${JSON.stringify(name)}`);
+      }
+      const ours = subject.key === undefined
+        ? listed
+        : new Map([...listed].filter(([n]) => expected.has(n)));
+      if (contiguous) assert.deepEqual(ours, expected);
+      else assert.deepEqual([...ours.keys()].sort(), [...expected.keys()].sort());
+      for (const { value } of listed.values()) assert.equal(typeof value, "bigint");
+      // Only the names asked for, those that exist.
+      const one = await read(own, [b, fresh("missing"), "\0step:" + a]);
+      assert.deepEqual([...one.keys()], [b]);
+      if (contiguous) assert.equal(one.get(b)?.value, huge + 1n, "exact above 2^53");
+      if (otherKey !== undefined) {
+        assert.equal((await read(otherKey)).size, 1, "the other key holds its own counter");
+        assert.equal((await read(fresh("absent"))).size, 0, "an absent key is empty");
+        assert.equal((await read(own, [])).size, 0, "no names asked: none");
+      }
+      if (subject.corrupt !== undefined && subject.key === undefined) {
+        const bad = fresh("bad-counters");
+        await store.reserve(bad, "x", 1, PLAIN);
+        await subject.corrupt(bad, "x");
+        const err = await read(bad).then((r) => r, (e: unknown) => e);
+        assert.ok(
+          err instanceof KvIdError,
+          `a non-counter is a KvIdError, got ${Deno.inspect(err)}`,
+        );
+        assert.equal(err.code, "reply");
+        assert.equal(err.reason, "not-a-counter");
+      }
+    },
+  });
+
   const memberDays = store.deleteDaysBefore !== undefined && subject.layout === true &&
     subject.key === undefined;
   await t.step({

@@ -1,7 +1,9 @@
 /**
- * `kvid get`, `list` and `floor`: reading and raising the counters of a Redis hash. Redis only:
- * the Store contract reserves and gives back ranges, it has no call that reads or lists
- * counters, or raises one without reserving.
+ * `kvid get`, `list` and `floor`: reading and raising the counters of a hash, on any store.
+ * Reading goes through `readCounters` (Redis: the hash itself; elsewhere `Store.counters`).
+ * `floor` on Redis is one script (it raises without reserving); elsewhere it reads the counter,
+ * then raises it with one guarded reservation of the ID `<value>` itself (the guard's raise:
+ * `floor: value, raiseTo: value - 1`), so the counter ends at `<value>`, as on Redis.
  *
  * @module
  */
@@ -9,14 +11,19 @@
 import { MAX_ID } from "../../contract/store.ts";
 import { LAYOUT_FIELD_PREFIX } from "../../stores/interleaved/layout.ts";
 import { LUA_BELOW } from "../../stores/redis/redis_store.ts";
-import { type Command, mustExist, onlyOnRedis, plural, quoted, redisOf } from "../command.ts";
+import {
+  type Command,
+  type CounterText,
+  mustExist,
+  plural,
+  quoted,
+  readCounters,
+  type Target,
+} from "../command.ts";
 import { CliError, EXIT, usage } from "../exit.ts";
 import { dailySerials } from "./daily.ts";
 
 const INTEGER = /^(0|-?[1-9]\d*)$/;
-// Fields of the hash that are not counters start with this: an interleaved counter's layout
-// (see InterleavedStore) and a counter's remembered step, each then the counter's name.
-const INTERNAL = "\u0000";
 
 /**
  * Refuse a command on a counter that interleaved servers own: its field on this server is the
@@ -44,24 +51,21 @@ export const get: Command = {
 
 Print the last reserved value of counter <name> (the next ID is above it), read exactly.
 A missing counter is an error (exit 1). --json prints {"key", "name", "value"}.
-Redis only (HGET).`,
+Any store (Redis: HGET; elsewhere the store's counters()).`,
   options: {},
   args: ["name"],
+  anyStore: "get",
   parse: ({ args: { name } }) => ({
-    redisOnly: onlyOnRedis("get", "it reads the hash, HGET"),
     async run({ key, json, target, out }) {
-      const redis = redisOf(target);
-      const [value, layout] = await Promise.all([
-        redis.hGet(key, name),
-        redis.hGet(key, LAYOUT_FIELD_PREFIX + name),
-      ]);
-      if (layout !== null) throw interleaved(key, name, layout, value);
-      if (value === null) {
+      const found = (await readCounters(target, key, [name])).get(name);
+      if (found?.layout !== undefined) throw interleaved(key, name, found.layout, found.value);
+      if (found === undefined) {
         throw new CliError(
           EXIT.failed,
           `no counter ${JSON.stringify(name)} in hash ${JSON.stringify(key)}`,
         );
       }
+      const { value } = found;
       if (!INTEGER.test(value)) {
         throw new CliError(
           EXIT.failed,
@@ -89,27 +93,31 @@ cycle <m>)": its field on this server is a block cycle, not an ID (--json: under
 "interleaved": {name: {layout, cycle}}); next, get and floor refuse such a counter.
 Without --key, then the daily serials (DailyId, hashes kvid:daily:<name>) as
 "name<TAB>(daily, <n> days, last <day> <seq>)" (--json: under "daily": {name: {key, days,
-last: {day, value}}}); "kvid daily <name>" shows one's days. Redis only (HGETALL, SCAN).`,
+last: {day, value}}}); "kvid daily <name>" shows one's days. Any store (Redis: HGETALL;
+elsewhere the store's counters()); the daily serials are found on Redis only (SCAN): on
+another store, "kvid daily <name>" reads one.`,
   options: {},
   args: [],
+  anyStore: "list",
   parse: () => ({
-    redisOnly: onlyOnRedis("list", "it reads the hash, HGETALL"),
     async run({ key, json, target, out, note }) {
-      const redis = redisOf(target);
-      const all = await redis.hGetAll(key);
-      // Internal fields are not counters; an interleaved counter's field is a block cycle.
-      const names = Object.keys(all).filter((n) => !n.startsWith(INTERNAL)).sort();
-      const layoutOf = (n: string) => all[LAYOUT_FIELD_PREFIX + n] as string | undefined;
+      const all = await readCounters(target, key);
+      // An interleaved counter's field is a block cycle, shown apart.
+      const names = [...all.keys()].sort();
+      const valueOf = (n: string) => (all.get(n) as CounterText).value;
+      const layoutOf = (n: string) => all.get(n)?.layout;
       // The daily serials when the hash listed is the default one: a DailyId given its own
       // `key` is listed with --key.
-      const daily = key === "kvid" ? await dailySerials(redis) : [];
+      const daily = key === "kvid" && target.redis !== undefined
+        ? await dailySerials(target.redis)
+        : [];
       if (json) {
         const counters: Record<string, string> = {};
         const inter: Record<string, { layout: string; cycle: string }> = {};
         for (const n of names) {
           const layout = layoutOf(n);
-          if (layout === undefined) counters[n] = all[n];
-          else inter[n] = { layout, cycle: all[n] };
+          if (layout === undefined) counters[n] = valueOf(n);
+          else inter[n] = { layout, cycle: valueOf(n) };
         }
         out(JSON.stringify({
           key,
@@ -130,8 +138,8 @@ last: {day, value}}}); "kvid daily <name>" shows one's days. Redis only (HGETALL
         const layout = layoutOf(n);
         out(
           layout === undefined
-            ? `${quoted(n)}\t${all[n]}`
-            : `${quoted(n)}\t(interleaved, ${layout}, next cycle ${all[n]})`,
+            ? `${quoted(n)}\t${valueOf(n)}`
+            : `${quoted(n)}\t(interleaved, ${layout}, next cycle ${valueOf(n)})`,
         );
       }
       for (const d of daily) {
@@ -157,6 +165,60 @@ end
 if c == v then return {'equal', cur or ''} end
 return {'above', c}`;
 
+/** What a floor found and did: `"raised"`, `"equal"`, `"above"`, `"nan"`; the old value. */
+interface Floored {
+  outcome: string;
+  old: string | null;
+}
+
+/** `floor` on Redis: one script that raises the field without reserving. */
+async function raiseOnRedis(
+  target: Target,
+  key: string,
+  name: string,
+  value: string,
+): Promise<Floored> {
+  const redis = target.redis!;
+  const reply = await redis.eval(FLOOR_SCRIPT, [key], [name, value, LAYOUT_FIELD_PREFIX + name]);
+  if (!Array.isArray(reply) || reply.length !== 2) {
+    throw new CliError(EXIT.failed, `unexpected reply from the floor script: ${String(reply)}`);
+  }
+  const [outcome, oldText] = reply.map(String);
+  if (outcome === "layout") {
+    throw interleaved(key, name, oldText, await redis.hGet(key, name));
+  }
+  return { outcome, old: oldText === "" ? null : oldText };
+}
+
+/**
+ * `floor` through the Store contract: read the counter; below `value`, one guarded reservation
+ * of 1 with `floor: value, raiseTo: value - 1` (the guard raises it to `value - 1`, the
+ * increment makes it `value`: the ID `value` is spent, never handed out). A counter raised by
+ * others meanwhile is only incremented, never lowered. A member of interleaved servers is
+ * refused (the read shows its layout; the reservation, without one, would refuse it too).
+ */
+async function raiseThroughStore(
+  target: Target,
+  key: string,
+  name: string,
+  value: string,
+): Promise<Floored> {
+  const found = (await readCounters(target, key, [name])).get(name);
+  if (found?.layout !== undefined) throw interleaved(key, name, found.layout, found.value);
+  const old = found?.value ?? null;
+  const current = BigInt(old ?? "0");
+  const wanted = BigInt(value);
+  if (current > wanted) return { outcome: "above", old };
+  if (current === wanted) return { outcome: "equal", old };
+  await target.store.reserve(key, name, 1, {
+    floor: wanted,
+    raiseTo: wanted - 1n,
+    guard: true,
+    exact: true,
+  });
+  return { outcome: "raised", old };
+}
+
 /** `kvid floor <name> <value> [--create]`. */
 export const floor: Command = {
   name: "floor",
@@ -169,11 +231,14 @@ is above <value>. Use it when moving from a database AUTO_INCREMENT: floor order
 A counter already at <value> is left as is; one above it is never lowered (exit 1).
 Generators running meanwhile take their next segment above <value>. A counter that does
 not exist is an error (exit 1) unless --create is given. --json prints
-{"key", "name", "old", "new", "raised"}. Redis only (a script on the hash).
+{"key", "name", "old", "new", "raised"}. Any store: on Redis one script on the hash; elsewhere
+the counter is read, then raised by one guarded reservation of the ID <value> itself (never
+handed out), which leaves the counter at <value>.
 
   --create          Create the counter at <value> if it does not exist`,
   options: { create: { type: "boolean" } },
   args: ["name", "value"],
+  anyStore: "floor",
   parse({ args: { name, value: text }, values }) {
     if (!/^\d+$/.test(text) || BigInt(text) > MAX_ID) {
       throw usage(
@@ -183,26 +248,11 @@ not exist is an error (exit 1) unless --create is given. --json prints
     const value = BigInt(text).toString();
     const create = values.create === true;
     return {
-      redisOnly: onlyOnRedis("floor", "a script on the hash raises it"),
       async run({ key, json, target, out }) {
-        const redis = redisOf(target);
-        if (!create) await mustExist(redis, key, name);
-        const reply = await redis.eval(FLOOR_SCRIPT, [key], [
-          name,
-          value,
-          LAYOUT_FIELD_PREFIX + name,
-        ]);
-        if (!Array.isArray(reply) || reply.length !== 2) {
-          throw new CliError(
-            EXIT.failed,
-            `unexpected reply from the floor script: ${String(reply)}`,
-          );
-        }
-        const [outcome, oldText] = reply.map(String);
-        const old = oldText === "" ? null : oldText;
-        if (outcome === "layout") {
-          throw interleaved(key, name, oldText, await redis.hGet(key, name));
-        }
+        if (!create) await mustExist(target, key, name);
+        const { outcome, old } = target.redis === undefined
+          ? await raiseThroughStore(target, key, name, value)
+          : await raiseOnRedis(target, key, name, value);
         const label = `counter ${JSON.stringify(name)} of hash ${JSON.stringify(key)}`;
         if (outcome === "nan") {
           throw new CliError(EXIT.failed, `${label} holds ${JSON.stringify(old)}, not an integer`);

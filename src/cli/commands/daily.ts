@@ -1,23 +1,24 @@
 /**
  * `kvid daily` and `kvid cleanup`: the day counters of a daily serial (`DailyId`, hash
- * `kvid:daily:<name>`). `cleanup` deletes through the Store contract (`deleteDaysBefore`, dated
- * by `now`), so it runs on any store; listing days (`daily`, `cleanup --dry-run`, and telling a
- * missing serial from one without old days) reads the hash, Redis only.
+ * `kvid:daily:<name>`), on any store. `cleanup` deletes through the Store contract
+ * (`deleteDaysBefore`, dated by `now`); reading days (`daily`, `cleanup --dry-run`, and telling
+ * a missing serial from one without old days) goes through `readCounters` (Redis: the hash;
+ * elsewhere `Store.counters`). Finding every daily serial (`kvid list`) is Redis only (`SCAN`).
  *
  * @module
  */
 
 import { DAY_FIELD } from "../../contract/store.ts";
-import { type Day, ZonedDays } from "../../daily/calendar.ts";
+import { ZonedDays } from "../../daily/calendar.ts";
 import { keepFromEither, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
-import { oldDays } from "../../stores/redis/daily_cleanup.ts";
 import {
   type Command,
   type CommandInput,
+  type CounterText,
   integerArg,
-  onlyOnRedis,
   plural,
-  redisOf,
+  readCounters,
+  type Target,
 } from "../command.ts";
 import { CliError, EXIT, usage } from "../exit.ts";
 import type { RedisOps } from "../redis_ops.ts";
@@ -39,10 +40,14 @@ function zoneOf(values: CommandInput["values"]): ZonedDays {
   }
 }
 
-/** The hash of a daily serial; one that does not exist is an error, like a missing counter. */
-async function dailyHash(redis: RedisOps, key: string, name: string) {
-  const all = await redis.hGetAll(key);
-  if (Object.keys(all).length > 0) return all;
+/** The counters of a daily serial; one that has none is an error, like a missing counter. */
+async function dailyHash(
+  target: Target,
+  key: string,
+  name: string,
+): Promise<Map<string, CounterText>> {
+  const all = await readCounters(target, key);
+  if (all.size > 0) return all;
   throw new CliError(
     EXIT.failed,
     `no daily serial ${JSON.stringify(name)}: hash ${JSON.stringify(key)} does not ` +
@@ -61,26 +66,27 @@ Print the day counters of daily serial <name> (fields yyyymmdd of hash kvid:dail
 oldest first, as "day<TAB>last seq", today's marked "(today)"; then how many days are
 stored. Today comes from this machine's clock in the time zone. A serial whose hash does not
 exist is an error (exit 1). --json prints {"key", "today", "days": {day: value}}.
-Redis only (HGETALL).
+Any store (Redis: HGETALL; elsewhere the store's counters()).
 
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC`,
   options: ZONE_OPTION,
   args: ["name"],
   defaultKey: dailyKey,
+  anyStore: "daily",
   parse({ args: { name }, values }) {
     const zone = zoneOf(values);
     return {
-      redisOnly: onlyOnRedis("daily", "it reads the hash, HGETALL"),
       async run({ key, json, target, out, note }) {
         const today = zone.dayAt(Date.now()).text;
-        const all = await dailyHash(redisOf(target), key, name);
-        const days = Object.keys(all).filter((f) => DAY_FIELD.test(f)).sort();
+        const all = await dailyHash(target, key, name);
+        const days = [...all.keys()].filter((f) => DAY_FIELD.test(f)).sort();
+        const valueOf = (d: string) => (all.get(d) as CounterText).value;
         if (json) {
           const counters: Record<string, string> = {};
-          for (const d of days) counters[d] = all[d];
+          for (const d of days) counters[d] = valueOf(d);
           out(JSON.stringify({ key, today, days: counters }));
         } else {
-          for (const d of days) out(`${d}\t${all[d]}${d === today ? "\t(today)" : ""}`);
+          for (const d of days) out(`${d}\t${valueOf(d)}${d === today ? "\t(today)" : ""}`);
           note(`${plural(days.length, "day")} in hash ${JSON.stringify(key)}; today is ${today}`);
         }
       },
@@ -99,8 +105,8 @@ Delete the day counters (fields yyyymmdd of hash kvid:daily:<name>) more than N 
 N >= 1: today is 0 days old, so --keep-days 7 keeps today and the 7 days before. Other
 fields are left alone. Today is the earlier of this machine's and the server's (Redis TIME,
 the database's clock), in the time zone: a clock running ahead never deletes a day generators
-still use. On Redis a serial whose hash does not exist is an error (exit 1); a store other
-than Redis cannot tell it from one without old days (deleted 0), and has no --dry-run.
+still use. A serial whose hash does not exist is an error (exit 1). A date-named counter of
+interleaved servers (it has a layout) is never taken for a day.
 
   --keep-days <N>     Days to keep besides today, at least 1 (required)
   --time-zone <zone>  IANA time zone of the DailyId. Default UTC
@@ -122,21 +128,19 @@ than Redis cannot tell it from one without old days (deleted 0), and has no --dr
     const zone = zoneOf(values);
     const dryRun = values["dry-run"] === true;
     return {
-      redisOnly: dryRun
-        ? onlyOnRedis("cleanup --dry-run", "it lists the hash's fields")
-        : undefined,
       async run({ key, json, target, out, note }) {
         const today = zone.dayAt(Date.now());
-        const all = target.redis === undefined
-          ? undefined
-          : await dailyHash(target.redis, key, name);
+        const all = await dailyHash(target, key, name);
         // Dated by the earlier of this machine's clock and the server's: a clock running ahead
         // never deletes a day other processes still use (as DailyId's cleanup does).
         const { store } = target;
         const storeDay = store.now === undefined ? undefined : zone.dayAt(await store.now());
         const before = keepFromEither(today, storeDay, keepDays).text;
         if (dryRun) {
-          const fields = oldDays(Object.keys(all ?? {}), before).sort();
+          // As deleteDaysBefore picks them: days before the cut, not an interleaved member's.
+          const fields = [...all].filter(([f, c]) =>
+            DAY_FIELD.test(f) && f < before && c.layout === undefined
+          ).map(([f]) => f).sort();
           if (json) out(JSON.stringify({ key, before, deleted: 0, fields }));
           else {
             note(`would delete ${plural(fields.length, "day field")} before ${before} of ${key}`);

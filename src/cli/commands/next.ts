@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type Command, integerArg, mustExist, printIds, redisOf } from "../command.ts";
+import { type Command, integerArg, mustExist, printIds } from "../command.ts";
 
 /** The most IDs one `next` reserves. */
 export const MAX_COUNT = 10_000_000;
@@ -19,28 +19,23 @@ export const next: Command = {
 Reserve N IDs (1 to ${MAX_COUNT}, default 1) of counter <name> in one atomic step (Redis:
 HINCRBY; SQL: one UPDATE) and print them, one per line; they are never handed out by a
 generator. A counter that does not exist
-is an error (exit 1: a typo would start a new counter at 1) unless --create is given.
-On a store other than Redis (postgres://, mysql://) --create is required: the CLI cannot
-check there that the counter exists. --json prints {"key", "name", "first", "last", "count"}.
+is an error (exit 1: a typo would start a new counter at 1) unless --create is given (the
+check reads it first: Redis HGET, elsewhere the store's counters()).
+--json prints {"key", "name", "first", "last", "count"}.
 
   -n, --count <N>   How many IDs. Default 1
   --create          Start the counter if it does not exist`,
   options: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
   args: ["name"],
-  anyStore: "next --create",
+  anyStore: "next",
   parse({ args: { name }, values }) {
     const count = values.count === undefined
       ? 1
       : integerArg("-n", values.count as string, 1, MAX_COUNT);
     const create = values.create === true;
     return {
-      // Without --create the counter must exist, and only the hash tells (HGET).
-      redisOnly: create
-        ? undefined
-        : (scheme) =>
-          `next on ${scheme}// needs --create for now (the CLI cannot check there that the counter exists)`,
       async run({ key, json, target, out }) {
-        if (!create) await mustExist(redisOf(target), key, name);
+        if (!create) await mustExist(target, key, name);
         // Whatever the server says (an admin tool): no floor, no guard; exact past 2^53.
         const { ranges } = await target.store.reserve(key, name, count, {
           floor: 0n,

@@ -77,6 +77,8 @@
 import { KvIdError } from "../../contract/errors.ts";
 import { disown, own } from "../../contract/shutdown.ts";
 import type {
+  CountersOptions,
+  CounterValue,
   DurabilityOptions,
   IdRange,
   Reservation,
@@ -410,6 +412,66 @@ export class DenoKvStore implements Store, Disposable {
       throw this.#error(cause, key, field);
     }
     return deleted;
+  }
+
+  /**
+   * The counters of hash `key`: the entries `[...prefix, key, name]`, each a `Deno.KvU64`, with
+   * the layout entry of an interleaved member's; never the step or layout entries themselves
+   * (their names begin with NUL) nor another key's. With `names`, one `getMany` of those (and
+   * their layouts, in batches of 5 names: `getMany` takes at most 10 keys); otherwise one
+   * `list` of the prefix. See {@linkcode Store.counters}.
+   *
+   * @example
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * using store = new DenoKvStore(":memory:");
+   * const floor = 1n << 60n;
+   * await store.reserve("kvid", "order", 3, { floor, raiseTo: floor, guard: true, exact: true });
+   * const counters = await store.counters("kvid");
+   * assert.ok(counters.get("order")?.value === floor + 3n && counters.size === 1);
+   * ```
+   *
+   * @param key The hash key.
+   * @param options `names`: only these counters.
+   * @returns The counters that exist, by name.
+   * @throws {KvIdError} `"reply"` (reason `"not-a-counter"`) for an entry that is not one.
+   */
+  async counters(key: string, options: CountersOptions = {}): Promise<Map<string, CounterValue>> {
+    const kv = await this.#open(key, "");
+    const found = new Map<string, CounterValue>();
+    const add = (name: string, value: unknown, layout: unknown) => {
+      if (name.startsWith("\0") || value === null) return;
+      const read = counterValue(value, { key, field: name });
+      found.set(name, typeof layout === "string" ? { value: read, layout } : { value: read });
+    };
+    try {
+      const names = options.names;
+      if (names !== undefined) {
+        for (let i = 0; i < names.length; i += 5) {
+          const batch = names.slice(i, i + 5);
+          const keys = batch.flatMap((
+            n,
+          ) => [this.kvKey(key, n), this.kvKey(key, LAYOUT_PREFIX + n)]);
+          const entries = await kv.getMany(keys);
+          batch.forEach((n, j) => add(n, entries[2 * j].value, entries[2 * j + 1].value));
+        }
+        return found;
+      }
+      const prefix = [...this.#prefix, key];
+      const values = new Map<string, unknown>();
+      for await (const entry of kv.list({ prefix })) {
+        const part = entry.key[prefix.length];
+        if (entry.key.length === prefix.length + 1 && typeof part === "string") {
+          values.set(part, entry.value);
+        }
+      }
+      for (const [name, value] of values) add(name, value, values.get(LAYOUT_PREFIX + name));
+    } catch (cause) {
+      throw this.#error(cause, key, "");
+    }
+    return found;
   }
 
   /**

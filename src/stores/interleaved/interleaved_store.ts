@@ -123,6 +123,10 @@ function healthOf(member: Store): Health {
  *   counter must list the same stores in the same order; members left out of a list cannot
  *   check it.
  * - Every value is exact up to 2^63-1; past it, `"overflow"`.
+ * - It has no `counters` ({@linkcode Store.counters}): an interleaved counter is no one value
+ *   (each member holds its own block cycle, and the highest ID handed out is not the next one's
+ *   floor, since members run apart). Read the members' own: each lists the cycle with its
+ *   layout (`kvid list` on a member's URL).
  *
  * @example A Redis server and a Deno KV file, blocks of 1,000
  * ```ts ignore

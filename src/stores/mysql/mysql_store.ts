@@ -237,6 +237,15 @@ ON DUPLICATE KEY UPDATE
       );
       return rows[0];
     },
+    async counters(key, names) {
+      const only = names === undefined ? "" : ` AND name IN (${names.map(() => "?").join(", ")})`;
+      return await select(
+        client,
+        `SELECT name, CAST(value AS CHAR) AS value, layout FROM ${t}
+WHERE hash_key = ? AND (value > 0 OR layout IS NOT NULL)${only}`,
+        [key, ...names ?? []],
+      );
+    },
     async release(key, field, to, from) {
       const done = await write(
         client,

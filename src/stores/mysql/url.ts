@@ -11,6 +11,7 @@ import type { StoreOpener } from "../store_url.ts";
 export const MYSQL_URL: StoreOpener<"mysql"> = {
   kind: "mysql",
   schemes: ["mysql:"],
+  also: { counters: true },
   async open(url, { timeout }) {
     const [{ default: mysql }, { MySqlStore }] = await Promise.all([
       import("mysql2/promise"),

@@ -233,6 +233,16 @@ RETURNING value::text AS value`,
       );
       return rows[0];
     },
+    async counters(key, names) {
+      const only = names === undefined
+        ? ""
+        : ` AND name IN (${names.map((_, i) => `$${i + 2}`).join(", ")})`;
+      return await run(
+        `SELECT name, value::text AS value, layout FROM ${t}
+WHERE hash_key = $1 AND (value > 0 OR layout IS NOT NULL)${only}`,
+        [key, ...names ?? []],
+      );
+    },
     async release(key, field, to, from) {
       const rows = await run(
         `UPDATE ${t} SET value = $3::bigint, modified = now()

@@ -11,6 +11,7 @@ import type { StoreOpener } from "../store_url.ts";
 export const POSTGRES_URL: StoreOpener<"postgres"> = {
   kind: "postgres",
   schemes: ["postgres:", "postgresql:"],
+  also: { counters: true },
   async open(url, { timeout }) {
     const [{ default: pg }, { PostgresStore }] = await Promise.all([
       import("pg"),

@@ -6,14 +6,13 @@
  * @module
  */
 
-import { type Day, MAX_EPOCH_MS, MIN_EPOCH_MS, type ZonedDays } from "../../daily/calendar.ts";
-import { keepFrom, MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "../../daily/keep_days.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../daily/calendar.ts";
 import { LAYOUT_FIELD_PREFIX } from "../interleaved/layout.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { toKvIdError } from "../../contract/store_errors.ts";
 import { poolField } from "../../contract/store.ts";
-import { checkInteger, describe } from "../../contract/validate.ts";
+import { describe } from "../../contract/validate.ts";
 
 // Deletes the fields of KEYS[1] that are yyyymmdd dates before ARGV[1] (same length: compared as
 // strings); other fields are left alone, and so is a date-named counter of interleaved servers

@@ -8,6 +8,8 @@ import { KvIdError } from "../../contract/errors.ts";
 import { describe } from "../../contract/validate.ts";
 import { own } from "../../contract/shutdown.ts";
 import type {
+  CountersOptions,
+  CounterValue,
   DurabilityOptions,
   IdRange,
   Reservation,
@@ -25,6 +27,7 @@ import {
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { probeRedis } from "./durability_probe.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
+import { readCounters } from "./counters.ts";
 
 export type { RedisClient, RedisSource } from "../../contract/redis_client.ts";
 import type { RedisClient, RedisSource } from "../../contract/redis_client.ts";
@@ -410,6 +413,11 @@ export class RedisStore implements Store {
    */
   async deleteDaysBefore(key: string, before: string): Promise<number> {
     return deleteDaysBefore(await this.#clientFor(key, `<${before}`), key, before);
+  }
+
+  /** The counters of hash `key`, exact (one script); see {@linkcode Store.counters}. */
+  async counters(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>> {
+    return await readCounters(await this.#clientFor(key, ""), key, options);
   }
 
   /** The server's clock (`TIME`) in epoch ms; see {@linkcode Store.now}. */

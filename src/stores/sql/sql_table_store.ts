@@ -11,6 +11,8 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import {
+  type CountersOptions,
+  type CounterValue,
   DAY_FIELD,
   type DurabilityOptions,
   type IdRange,
@@ -25,7 +27,9 @@ import {
   checkSqlNames,
   checkTable,
   DEFAULT_TABLE,
+  exactInteger,
   layoutOf,
+  MAX_SQL_NAME_CHARS,
   refuseFound,
   reservationOf,
   settingText,
@@ -74,6 +78,14 @@ export interface SqlDialect {
   ): Promise<unknown>;
   /** The row's `{ value, layout }` (value as text), or undefined when there is none. */
   find(key: string, field: string): Promise<Record<string, unknown> | undefined>;
+  /**
+   * The rows of `key` (only those named `names`, when given) that a reservation set (`value > 0`)
+   * or that have a layout, as `{ name, value, layout }` rows, value as text.
+   */
+  counters(
+    key: string,
+    names: readonly string[] | undefined,
+  ): Promise<readonly Record<string, unknown>[]>;
   /** `value = to` where `value = from` and no layout: true when one row changed. */
   release(key: string, field: string, to: bigint, from: bigint): Promise<boolean>;
   /** The row's `step` column as the driver returned it (undefined: no row). */
@@ -290,6 +302,42 @@ export class SqlTableStore implements Store {
       `<${before}`,
       () => this.#dialect.deleteDaysBefore(key, before),
     );
+  }
+
+  /**
+   * The counters of hash `key`: its rows, value exact, with the layout of an interleaved
+   * member's row; a row no reservation has set (a saved step's, at 0) is left out; the step and
+   * layout are columns, never counters. One `SELECT`. See {@linkcode Store.counters}.
+   *
+   * @param key The hash key.
+   * @param options `names`: only these counters.
+   * @returns The counters that exist, by name.
+   * @throws {KvIdError} `"reply"` (reason `"not-a-counter"`) for a value past 2^63-1 or below 0,
+   *   and the database's own failures.
+   */
+  async counters(key: string, options: CountersOptions = {}): Promise<Map<string, CounterValue>> {
+    const found = new Map<string, CounterValue>();
+    // A name a table cannot hold (NUL, too long) is no row of it: never found.
+    const holds = (name: string) => !name.includes("\0") && [...name].length <= MAX_SQL_NAME_CHARS;
+    const names = options.names?.filter(holds);
+    if (!holds(key) || names?.length === 0) return found;
+    const rows = await this.#call(key, "", () => this.#dialect.counters(key, names));
+    for (const row of rows) {
+      const name = String(row.name);
+      const value = exactInteger(row.value);
+      if (value === undefined || value < 0n || value > MAX_ID) {
+        throw new KvIdError("reply", `the counter row holds ${String(row.value)}, not a counter`, {
+          key,
+          field: name,
+          reason: "not-a-counter",
+        });
+      }
+      const layout = row.layout === null || row.layout === undefined
+        ? undefined
+        : String(row.layout);
+      found.set(name, layout === undefined ? { value } : { value, layout });
+    }
+    return found;
   }
 
   /**
