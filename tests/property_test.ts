@@ -304,6 +304,7 @@ function property(subject: OpenSubject, prefix: string) {
         await command(url, "CONFIG", "SET", "maxmemory-policy", "noeviction");
         await command(url, "CONFIG", "SET", "appendonly", "yes");
         await command(url, "PERSIST", "kvid");
+        await aofWritten(url);
       }
     }
     assert.deepEqual(unexpected, [], "every failure is a KvIdError");
@@ -404,6 +405,20 @@ function allowedCodes(s: Scenario, g: number, setup: Setup): Set<string> {
   const refusal = refusalOf(s, g, setup);
   if (refusal !== undefined) allowed.add(refusal);
   return allowed;
+}
+
+/**
+ * Wait (at most 5 s) until the server at `url` has written the AOF that `appendonly yes` starts:
+ * until then it is not durable, and it ignores SIGTERM ("Writing initial AOF, can't exit"), so
+ * stopping it took the harness's whole 5 s stop timeout, once per subject a `crash` fault hit.
+ */
+async function aofWritten(url: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const info = String(await command(url, "INFO", "persistence"));
+    if (/aof_rewrite_in_progress:0/.test(info) && /aof_rewrite_scheduled:0/.test(info)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url}: the AOF rewrite after appendonly yes did not end within 5 s`);
 }
 
 /** `value` times `f` (0 to 1), exact for any 64-bit value. */
