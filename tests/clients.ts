@@ -108,6 +108,11 @@ export async function openClient(
   return { redis: fromIoredis(client), close, [Symbol.asyncDispose]: close };
 }
 
+/** A client's first reservation, which reads the durability in the same script (always EVAL). */
+export function isFirstReservation(script: string): boolean {
+  return script.includes("'INFO'") && script.includes("'HINCRBY'");
+}
+
 /** Wraps a client to count and gate `hincrby`/`eval`/`evalsha` calls (the reservations). */
 export class Spy implements RedisClient {
   /** Reservations sent. */
@@ -136,8 +141,11 @@ export class Spy implements RedisClient {
     return this.#track(Number(n), () => this.#inner.hincrby(key, field, n));
   }
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (7 arguments) is a reservation; giving IDs back on close is not.
-    if (args.length !== 7) return this.#inner.eval(script, keys, args);
+    // Only the reserve script (7 arguments; a first reservation's, which reads the durability
+    // too, has HINCRBY and INFO) is a reservation; giving IDs back on close is not.
+    if (args.length !== 7 && !isFirstReservation(script)) {
+      return this.#inner.eval(script, keys, args);
+    }
     // EVAL after a NOSCRIPT completes the EVALSHA counted already; a first use is a reservation.
     const retry = this.#noScript;
     this.#noScript = false;

@@ -421,7 +421,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/script-raises",
     what: "the script raises a counter below the floor",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if string.match(cur, '^%-?%d+$') and below(cur, floor) then",
     to: "if false then",
     tests: [ROLLBACK, KVID],
@@ -429,7 +429,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/raised-reported",
     what: "a raised counter is reported",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "    raised = 1\n",
     to: "    raised = 0\n",
     tests: [ROLLBACK, KVID],
@@ -437,7 +437,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/below-by-length",
     what: "decimal strings compare by length first",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if #a ~= #b then return #a < #b end",
     to: "if #a ~= #b then return #a > #b end",
     tests: [ROLLBACK, KVID],
@@ -445,7 +445,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "giveback/compare-and-set",
     what: "a give-back lowers the counter only if nobody reserved since",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then",
     to: "if true then",
     tests: [KVID, "tests/faults/restart_test.ts", "tests/faults/processes_test.ts"],
@@ -469,7 +469,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "replicas/count",
     what: "a reservation short of its replicas is spent",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/confirm.ts",
     from: "if (seen.value < BigInt(replicas)) {",
     to: "if (false) {",
     tests: ["tests/replicas_test.ts"],
@@ -485,10 +485,34 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "store/wait-aof",
     what: "a reservation is handed out only once the server's AOF has it (waitAof)",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/confirm.ts",
     from: "if (options.waitAof === true) await waitForAof(client, key, field, ms);",
     to: "",
     tests: ["tests/faults/crash_aof_test.ts"],
+  },
+  {
+    id: "first/eviction-untouched",
+    what: "a client's first reservation leaves the counter of an allkeys-* server untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if string.sub(policy, 1, 8) == 'allkeys-' then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts"],
+  },
+  {
+    id: "first/no-aof-untouched",
+    what: "a client's first reservation leaves the counter of a server without AOF untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts", "tests/durability_shared_test.ts"],
+  },
+  {
+    id: "first/one-call",
+    what: "a client's first ID is one round trip (the durability read in the reservation)",
+    file: "src/engine/durability_gate.ts",
+    from: "return store.readsDurability === true && store.durability !== undefined && this.#due &&",
+    to: "return false &&",
+    tests: ["tests/redis_first_reservation_test.ts"],
   },
   // Error classes (src/contract/store_errors.ts).
   {

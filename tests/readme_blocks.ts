@@ -8,6 +8,10 @@
  * | `js bun`         | a Bun script                           | run on Bun the same way                               |
  * | `ts ignore`      | needs a JSR package CI cannot reach    | nothing (`jsr:@db/redis`)                             |
  *
+ * In `docs/*.md` both `ts` and `ts ignore` blocks are Deno scripts, as the module docs' `ts ignore`
+ * blocks are ({@linkcode markdownDocBlocks}): run by `readme_test.ts` unless it lists the block with
+ * the reason it cannot run here; `ts` ones are also type-checked (readme_check.ts).
+ *
  * A script is the block as written with the Redis address `127.0.0.1:6379` changed to the
  * server the check started; `jsr:@kvid/core` and `@kvid/core` (and sub-exports) resolve to this
  * checkout (an import map for Deno, the package `deno task build` writes for Node and Bun).
@@ -70,6 +74,32 @@ export function ignoredDocBlocks(file: string, text: string): DocBlock[] {
     blocks.push({ runtime: "deno", file, line, code: body.join("\n") + "\n" });
   }
   return blocks;
+}
+
+/**
+ * The Deno blocks of a published Markdown document (`docs/*.md`, the module `file`), fenced `ts` or
+ * `ts ignore`: scripts like the module docs' `ts ignore` blocks, which need a server.
+ */
+export function markdownDocBlocks(file: string, markdown: string): DocBlock[] {
+  const blocks: DocBlock[] = [];
+  const lines = markdown.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^```ts( ignore)?\s*$/.test(lines[i])) continue;
+    const line = i + 2;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i]);
+    blocks.push({ runtime: "deno", file, line, code: body.join("\n") + "\n" });
+  }
+  return blocks;
+}
+
+/** The published Markdown documents under `docs/`, as paths from the package root, sorted. */
+export async function docsFiles(): Promise<string[]> {
+  const files: string[] = [];
+  for await (const e of Deno.readDir(new URL("../docs/", import.meta.url))) {
+    if (e.isFile && e.name.endsWith(".md")) files.push(`docs/${e.name}`);
+  }
+  return files.sort();
 }
 
 /** The block as a script for the server at `host:port`. */

@@ -12,7 +12,9 @@ import assert from "node:assert/strict";
 import {
   checkoutImportMap,
   type DocBlock,
+  docsFiles,
   ignoredDocBlocks,
+  markdownDocBlocks,
   readmeBlocks,
   runBlocks,
 } from "./readme_blocks.ts";
@@ -52,13 +54,21 @@ Deno.test("README: every Deno block runs as written and ends by itself", async (
 });
 
 /**
- * The module docs' `ts ignore` blocks not run here, and why; every other one runs. An entry that
+ * The module docs' `ts ignore` blocks and the `docs/*.md` Deno blocks not run here, and why; every
+ * other one runs. An entry that
  * matches no block fails the test, so the list stays true.
  */
 const NOT_RUN: { file: string; has: string; why: string }[] = [
-  { file: "mod.ts", has: "createSentinel", why: "needs a Sentinel deployment (sentinel_test.ts)" },
-  { file: "mod.ts", has: 'addSignalListener("SIGTERM"', why: "a service: logs until SIGTERM" },
-  { file: "mod.ts", has: "jsr:@db/redis", why: "needs JSR (db_redis_test.ts where reachable)" },
+  {
+    file: "docs/replicas.md",
+    has: "createSentinel",
+    why: "needs a Sentinel deployment (sentinel_test.ts)",
+  },
+  {
+    file: "docs/operations.md",
+    has: 'addSignalListener("SIGTERM"',
+    why: "a service: logs until SIGTERM",
+  },
   { file: "src/daily/daily.ts", has: "jsr:@db/redis", why: "needs JSR" },
   { file: "src/engine/kvid.ts", has: "jsr:@db/redis", why: "needs JSR" },
   {
@@ -93,7 +103,7 @@ const NOT_RUN: { file: string; has: string; why: string }[] = [
   },
 ];
 
-Deno.test("module docs: every ts ignore block runs as written and ends by itself, or says why not", async () => {
+Deno.test("module docs and docs/*.md: every server example runs as written and ends by itself, or says why not", async () => {
   const root = new URL("../", import.meta.url);
   const files = ["mod.ts"];
   // Every source file under src/, whatever folder it lives in.
@@ -107,6 +117,11 @@ Deno.test("module docs: every ts ignore block runs as written and ends by itself
   const all: DocBlock[] = [];
   for (const file of files.sort()) {
     all.push(...ignoredDocBlocks(file, await Deno.readTextFile(new URL(file, root))));
+  }
+  const docs = await docsFiles();
+  assert.ok(docs.length >= 5, `found ${docs.length} documents under docs/`);
+  for (const file of docs) {
+    all.push(...markdownDocBlocks(file, await Deno.readTextFile(new URL(file, root))));
   }
   const skipped = NOT_RUN.map((n) =>
     all.filter((b) => b.file === n.file && b.code.includes(n.has))
