@@ -17,7 +17,8 @@ import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
-import { resolveOptions } from "./settings.ts";
+import { DurabilityGate } from "./durability_gate.ts";
+import { type KvIdSettings, resolveOptions } from "./settings.ts";
 import { EXPIRED, FILL, TAKE, TIMED_OUT, WaitQueue, type WaitQueueOwner } from "./wait_queue.ts";
 
 /**
@@ -179,8 +180,12 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   readonly #buf: SegmentBuffer = new SegmentBuffer({ prefetchAt: 0, safeOnly: true });
   readonly #timeout: number;
   readonly #queue: WaitQueue<T>;
-  readonly #outage: Outage;
-  readonly #reserver: Reserver;
+  // Shared by generators made with equal options (see resolveOptions).
+  readonly #s: KvIdSettings;
+  // Made on the first failure and the first reservation: an idle generator (10,000 names in a
+  // multi-tenant service) holds neither (1,505 -> ~1,000 B each, tests/faults/memory.ts).
+  #outage: Outage | undefined;
+  #reserver: Reserver | undefined;
   #backoffTimer: ReturnType<typeof setTimeout> | undefined;
   #inflight: Promise<void> | undefined;
   #prefetchTimer: ReturnType<typeof setTimeout> | undefined;
@@ -209,14 +214,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     this.#bigint = s.bigint;
     this.#buf = new SegmentBuffer({ prefetchAt: s.prefetchAt, safeOnly: !s.bigint });
     this.#timeout = s.timeout;
-    this.#outage = new Outage({
-      failFast: s.failFast,
-      timeout: s.timeout,
-      key: s.key,
-      field: name,
-    });
+    this.#s = s;
     this.#queue = new WaitQueue<T>(s.timeout, this);
-    this.#reserver = new Reserver(name, s, this.#buf, this, this.#queue);
     trackGenerator(this);
   }
 
@@ -295,20 +294,22 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   stats(): KvIdStats {
     const r = this.#reserver;
-    const last = this.#outage.lastError;
+    const last = this.#outage?.lastError;
     return {
       name: this.name,
       key: this.key,
-      step: r.sizer.step,
+      step: r === undefined ? this.#s.initialStep : r.sizer.step,
       remaining: this.#buf.remaining,
-      segments: r.segments,
-      failures: this.#outage.failures,
+      segments: r?.segments ?? 0,
+      failures: this.#outage?.failures ?? 0,
       stalls: this.#stalls,
-      lastFetchMs: r.lastFetchMs,
+      lastFetchMs: r?.lastFetchMs,
       high: String(this.#buf.high),
-      rollbacks: r.rollbacks,
-      durability: r.durabilityReport(),
-      ttlRemovals: r.ttlRemovals,
+      rollbacks: r?.rollbacks ?? 0,
+      durability: r === undefined
+        ? new DurabilityGate(this.#s, this.name).report()
+        : r.durabilityReport(),
+      ttlRemovals: r?.ttlRemovals ?? 0,
       reserving: this.#inflight !== undefined || this.#prefetchTimer !== undefined,
       lastError: last === undefined ? undefined : { code: last.code, message: last.message },
     };
@@ -326,7 +327,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#reserver.close();
+      this.#reserver?.close();
       untrackGenerator(this);
       const tail = this.#buf.unusedTail();
       const unused = this.#buf.unusedRanges();
@@ -352,8 +353,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     deadline: number,
   ): Promise<void> {
     await this.#inflight;
+    // No reservation made: nothing reserved to give back, no step to remember.
+    const reserver = this.#reserver;
+    if (reserver === undefined) return;
     const left = deadline - performance.now();
-    if (left > 0) await this.#reserver.giveBack(tail, unused, left);
+    if (left > 0) await reserver.giveBack(tail, unused, left);
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -411,7 +415,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   /** A call waited its whole timeout while reservations failed: the store is known down. */
   [EXPIRED](now: number): void {
-    if (this.#outage.lastError !== undefined) this.#markDown(now);
+    if (this.#outage?.lastError !== undefined) this.#markDown(now);
   }
 
   /** Queue a call for `need` IDs (of which `got` are already in `ids`) until served. */
@@ -419,7 +423,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     // Callers come here with nothing buffered for them (next() already tried the segment ahead).
     if (this.#closed) return Promise.reject(this.#closedError());
     const now = performance.now();
-    const turnedAway = this.#outage.turnAway(now, this.#probing());
+    const turnedAway = this.#outage?.turnAway(now, this.#probing());
     if (turnedAway !== undefined) return Promise.reject(turnedAway);
     this.#stalls++;
     const waiting = this.#queue.push(need, ids, got, now);
@@ -436,7 +440,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     if (
       this.#prefetchTimer !== undefined || this.#inflight !== undefined ||
       this.#buf.ahead.length > 0 || this.#closed ||
-      (this.#outage.retryAt !== 0 && performance.now() < this.#outage.retryAt)
+      (this.#outage !== undefined && this.#outage.retryAt !== 0 &&
+        performance.now() < this.#outage.retryAt)
     ) return;
     this.#prefetchTimer = setTimeout(() => {
       this.#prefetchTimer = undefined;
@@ -449,9 +454,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     if (this.#inflight !== undefined || this.#closed) return;
     const outage = this.#outage;
     const waiting = this.#queue.demand > 0 ||
-      (outage.downSince !== undefined && outage.probeWanted);
+      (outage !== undefined && outage.downSince !== undefined && outage.probeWanted);
     if (!waiting && !this.#buf.wantsNext) return;
-    const delay = outage.retryAt - performance.now();
+    const delay = outage === undefined ? 0 : outage.retryAt - performance.now();
     if (delay > 0) {
       // Backing off after a failure: only queued calls are worth a timer.
       if (waiting && this.#backoffTimer === undefined) {
@@ -462,26 +467,39 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
       }
       return;
     }
-    outage.probeWanted = false;
+    if (outage !== undefined) outage.probeWanted = false;
     this.#inflight = this.#reserve().finally(() => {
       this.#inflight = undefined;
       // Callers waiting: the next reservation now. Only a prefetch: from a task of its own, so
       // the caller just served resumes first (a new name's first ID: it was ~30 µs later).
-      if (this.#queue.demand > 0 || outage.probeWanted) this.#pump();
+      if (this.#queue.demand > 0 || this.#outage?.probeWanted === true) this.#pump();
       else if (this.#buf.wantsNext) this.#prefetchSoon();
     });
   }
 
   /** One reservation, then what its outcome means for the store's state and the callers. */
   async #reserve(): Promise<void> {
-    const outcome = await this.#reserver.reserve();
+    const reserver = this.#reserver ??= new Reserver(
+      this.name,
+      this.#s,
+      this.#buf,
+      this,
+      this.#queue,
+    );
+    const outcome = await reserver.reserve();
     if (outcome.kind === "late") return;
-    const outage = this.#outage;
     if (outcome.kind === "served") {
-      outage.succeeded();
+      this.#outage?.succeeded();
       this.#queue.serve();
       return;
     }
+    const s = this.#s;
+    const outage = this.#outage ??= new Outage({
+      failFast: s.failFast,
+      timeout: s.timeout,
+      key: s.key,
+      field: this.name,
+    });
     const { error } = outcome;
     const verdict = outage.failed(error, outcome.startedAt, performance.now());
     if (verdict === "refused") this.#queue.rejectAll(() => error);
@@ -499,8 +517,9 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
    * probe at a time (in the background) looks for the store's return.
    */
   #markDown(now: number): void {
-    if (this.#closed || !this.#outage.markDown(now)) return;
-    this.#queue.rejectAll(() => this.#outage.downError(now));
+    const outage = this.#outage;
+    if (this.#closed || outage === undefined || !outage.markDown(now)) return;
+    this.#queue.rejectAll(() => outage.downError(now));
     this.#pump();
   }
 
@@ -515,7 +534,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     return new KvIdError("timeout", `no ID could be reserved in ${this.#timeout} ms`, {
       key: this.key,
       field: this.name,
-      cause: this.#outage.lastError,
+      cause: this.#outage?.lastError,
     });
   }
 }
