@@ -19,7 +19,16 @@ import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
 import { DurabilityGate } from "./durability_gate.ts";
 import { type KvIdSettings, resolveOptions } from "./settings.ts";
-import { EXPIRED, FILL, TAKE, TIMED_OUT, WaitQueue, type WaitQueueOwner } from "./wait_queue.ts";
+import {
+  DEMAND,
+  type Demand,
+  EXPIRED,
+  FILL,
+  TAKE,
+  TIMED_OUT,
+  WaitQueue,
+  type WaitQueueOwner,
+} from "./wait_queue.ts";
 
 /**
  * A segment-mode ID generator for one counter (a field of a Redis hash). Construct it at module
@@ -169,7 +178,7 @@ let NumberKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<number>;
 let BigIntKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<bigint>;
 
 class KvIdImpl<T extends number | bigint> extends EventTarget
-  implements KvId<T>, WaitQueueOwner<T> {
+  implements KvId<T>, WaitQueueOwner<T>, Demand {
   readonly name: string;
   readonly key: string;
   readonly #bigint: boolean;
@@ -179,7 +188,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   // make V8 check what it holds on every next().
   readonly #buf: SegmentBuffer = new SegmentBuffer({ prefetchAt: 0, safeOnly: true });
   readonly #timeout: number;
-  readonly #queue: WaitQueue<T>;
+  // Only while calls wait: made by the first, dropped when none is left.
+  #queue: WaitQueue<T> | undefined;
   // Shared by generators made with equal options (see resolveOptions).
   readonly #s: KvIdSettings;
   // Made on the first failure and the first reservation: an idle generator (10,000 names in a
@@ -215,7 +225,6 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     this.#buf = new SegmentBuffer({ prefetchAt: s.prefetchAt, safeOnly: !s.bigint });
     this.#timeout = s.timeout;
     this.#s = s;
-    this.#queue = new WaitQueue<T>(s.timeout, this);
     trackGenerator(this);
   }
 
@@ -284,7 +293,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     checkInteger("KvId", "nextBatch(count)", count, 0, MAX_BATCH);
     const ids: T[] = new Array(count);
     let got = 0;
-    if (this.#queue.empty) got = this.#fill(ids, 0, count);
+    if (this.#queue === undefined || this.#queue.empty) got = this.#fill(ids, 0, count);
     if (got === count) {
       if (this.#buf.wantsNext) this.#prefetchSoon();
       return ids;
@@ -333,7 +342,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
       const unused = this.#buf.unusedRanges();
       // Drop what is buffered so the hot path falls through to the closed check.
       this.#buf.clear();
-      this.#queue.rejectAll(() => this.#closedError());
+      this.#rejectAll(() => this.#closedError());
       clearTimeout(this.#backoffTimer);
       this.#backoffTimer = undefined;
       clearTimeout(this.#prefetchTimer);
@@ -426,7 +435,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     const turnedAway = this.#outage?.turnAway(now, this.#probing());
     if (turnedAway !== undefined) return Promise.reject(turnedAway);
     this.#stalls++;
-    const waiting = this.#queue.push(need, ids, got, now);
+    const queue = this.#queue ??= new WaitQueue<T>(this.#timeout, this);
+    const waiting = queue.push(need, ids, got, now);
     this.#pump();
     return waiting;
   }
@@ -453,7 +463,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   #pump(): void {
     if (this.#inflight !== undefined || this.#closed) return;
     const outage = this.#outage;
-    const waiting = this.#queue.demand > 0 ||
+    const waiting = this[DEMAND] > 0 ||
       (outage !== undefined && outage.downSince !== undefined && outage.probeWanted);
     if (!waiting && !this.#buf.wantsNext) return;
     const delay = outage === undefined ? 0 : outage.retryAt - performance.now();
@@ -472,7 +482,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
       this.#inflight = undefined;
       // Callers waiting: the next reservation now. Only a prefetch: from a task of its own, so
       // the caller just served resumes first (a new name's first ID: it was ~30 µs later).
-      if (this.#queue.demand > 0 || this.#outage?.probeWanted === true) this.#pump();
+      if (this[DEMAND] > 0 || this.#outage?.probeWanted === true) this.#pump();
       else if (this.#buf.wantsNext) this.#prefetchSoon();
     });
   }
@@ -484,13 +494,17 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
       this.#s,
       this.#buf,
       this,
-      this.#queue,
+      this,
     );
     const outcome = await reserver.reserve();
     if (outcome.kind === "late") return;
     if (outcome.kind === "served") {
       this.#outage?.succeeded();
-      this.#queue.serve();
+      const queue = this.#queue;
+      if (queue !== undefined) {
+        queue.serve();
+        if (queue.empty) this.#queue = undefined;
+      }
       return;
     }
     const s = this.#s;
@@ -502,9 +516,22 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     });
     const { error } = outcome;
     const verdict = outage.failed(error, outcome.startedAt, performance.now());
-    if (verdict === "refused") this.#queue.rejectAll(() => error);
-    else if (verdict === "down") this.#queue.rejectAll(() => outage.downError(performance.now()));
+    if (verdict === "refused") this.#rejectAll(() => error);
+    else if (verdict === "down") this.#rejectAll(() => outage.downError(performance.now()));
     else if (verdict === "hung") this.#markDown(performance.now());
+  }
+
+  /** IDs the waiting calls still need (the reserver's view, see Demand). */
+  get [DEMAND](): number {
+    return this.#queue === undefined ? 0 : this.#queue.demand;
+  }
+
+  /** Reject every waiting call with `error()`'s error; the queue goes. */
+  #rejectAll(error: () => unknown): void {
+    const queue = this.#queue;
+    if (queue === undefined) return;
+    this.#queue = undefined;
+    queue.rejectAll(error);
   }
 
   /** A probe is in flight or waiting out its backoff. */
@@ -519,7 +546,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   #markDown(now: number): void {
     const outage = this.#outage;
     if (this.#closed || outage === undefined || !outage.markDown(now)) return;
-    this.#queue.rejectAll(() => outage.downError(now));
+    this.#rejectAll(() => outage.downError(now));
     this.#pump();
   }
 

@@ -21,6 +21,7 @@ import type { KvIdSettings } from "./settings.ts";
 import { StepSizer } from "./step.ts";
 import { StepMemory } from "./step_memory.ts";
 import { UserFloor } from "./user_floor.ts";
+import { DEMAND, type Demand } from "./wait_queue.ts";
 import type { IdRange } from "../contract/store.ts";
 
 /** How one reservation ended ({@linkcode Reserver.reserve}). */
@@ -48,6 +49,7 @@ const LATE: ReservationOutcome = Object.freeze({ kind: "late" });
  * import { Reserver } from "./reservation.ts";
  * import { resolveOptions } from "./settings.ts";
  * import { SegmentBuffer } from "./segment_buffer.ts";
+ * import { DEMAND } from "./wait_queue.ts";
  * import type { Store } from "../contract/store.ts";
  * import assert from "node:assert/strict";
  *
@@ -60,7 +62,7 @@ const LATE: ReservationOutcome = Object.freeze({ kind: "late" });
  *   },
  * };
  * const buf = new SegmentBuffer({ prefetchAt: 0.2, safeOnly: true });
- * const reserver = new Reserver("order", resolveOptions("order", { store, minStep: 10 }), buf, new EventTarget(), { demand: 0 });
+ * const reserver = new Reserver("order", resolveOptions("order", { store, minStep: 10 }), buf, new EventTarget(), { [DEMAND]: 0 });
  * assert.ok((await reserver.reserve()).kind === "served" && buf.remaining === 10);
  * ```
  */
@@ -84,7 +86,7 @@ export class Reserver {
   readonly #s: KvIdSettings;
   readonly #buf: SegmentBuffer;
   readonly #events: EventTarget;
-  readonly #waiting: { readonly demand: number };
+  readonly #waiting: Demand;
   readonly #gate: DurabilityGate;
   readonly #memory: StepMemory;
   readonly #floor: UserFloor;
@@ -95,14 +97,14 @@ export class Reserver {
    * @param settings The generator's settings.
    * @param buf The generator's segment buffer, which reservations fill.
    * @param events Where `"rollback"` and `"expiry"` are dispatched (the generator).
-   * @param waiting The waiting calls: `demand`, the IDs they still need.
+   * @param waiting The waiting calls: `[DEMAND]`, the IDs they still need.
    */
   constructor(
     name: string,
     settings: KvIdSettings,
     buf: SegmentBuffer,
     events: EventTarget,
-    waiting: { readonly demand: number },
+    waiting: Demand,
   ) {
     const s = settings;
     this.#name = name;
@@ -130,7 +132,7 @@ export class Reserver {
     const first = this.#memory.loaded ? undefined : await this.#firstUse();
     const s = this.#s;
     // The calls waiting now, after first use: those that came during it count too.
-    const demand = this.#waiting.demand;
+    const demand = this.#waiting[DEMAND];
     const count = Math.min(Math.max(this.sizer.step, demand), s.maxStep);
     const floor = this.#buf.high;
     const startedAt = performance.now();
@@ -324,7 +326,7 @@ export class Reserver {
       const after = this.#s.clock();
       if (Number.isFinite(after)) now = after;
     } catch { /* said by the next reservation's reading */ }
-    const taken = this.#accepted - this.#buf.remaining + this.#waiting.demand;
+    const taken = this.#accepted - this.#buf.remaining + this.#waiting[DEMAND];
     this.sizer.reserved(now, taken, Math.max(0, now - before));
     const lead = this.#lead.reserved(now, taken, trip);
     this.#refuseHostile(reply);

@@ -26,6 +26,25 @@ export const FILL: unique symbol = Symbol("kvid.fill");
 export const TIMED_OUT: unique symbol = Symbol("kvid.timedOut");
 /** The owner's method told of calls that expired (see {@linkcode WaitQueueOwner}). */
 export const EXPIRED: unique symbol = Symbol("kvid.expired");
+/** The key of {@linkcode Demand}'s count. */
+export const DEMAND: unique symbol = Symbol("kvid.demand");
+
+/**
+ * What the waiting calls still need, in IDs: the generator's view for its reservations (a
+ * generator holds a queue only while calls wait).
+ *
+ * @example
+ * ```ts
+ * import { DEMAND, type Demand } from "./wait_queue.ts";
+ *
+ * const none: Demand = { [DEMAND]: 0 };
+ * console.log(none[DEMAND]);
+ * ```
+ */
+export interface Demand {
+  /** IDs the waiting calls still need. */
+  readonly [DEMAND]: number;
+}
 
 /**
  * How a {@linkcode WaitQueue} reaches its generator's buffer and reports expiries: methods of the
