@@ -37,6 +37,14 @@ const SETUP = "tests/faults/setup_test.ts";
 const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
+const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
+const INTERLEAVED_ANY = [
+  "tests/interleaved_members_test.ts",
+  "tests/interleaved_any_test.ts",
+  INTERLEAVED,
+  "tests/stores/store_spec_test.ts",
+  "tests/sql_spec_test.ts",
+];
 
 const UNIT_OUTAGE = "tests/outage_test.ts";
 
@@ -413,7 +421,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/script-raises",
     what: "the script raises a counter below the floor",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if string.match(cur, '^%-?%d+$') and below(cur, floor) then",
     to: "if false then",
     tests: [ROLLBACK, KVID],
@@ -421,7 +429,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/raised-reported",
     what: "a raised counter is reported",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "    raised = 1\n",
     to: "    raised = 0\n",
     tests: [ROLLBACK, KVID],
@@ -429,7 +437,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "guard/below-by-length",
     what: "decimal strings compare by length first",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if #a ~= #b then return #a < #b end",
     to: "if #a ~= #b then return #a > #b end",
     tests: [ROLLBACK, KVID],
@@ -437,7 +445,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "giveback/compare-and-set",
     what: "a give-back lowers the counter only if nobody reserved since",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/scripts.ts",
     from: "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then",
     to: "if true then",
     tests: [KVID, "tests/faults/restart_test.ts", "tests/faults/processes_test.ts"],
@@ -461,7 +469,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "replicas/count",
     what: "a reservation short of its replicas is spent",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/confirm.ts",
     from: "if (seen.value < BigInt(replicas)) {",
     to: "if (false) {",
     tests: ["tests/replicas_test.ts"],
@@ -477,10 +485,34 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "store/wait-aof",
     what: "a reservation is handed out only once the server's AOF has it (waitAof)",
-    file: "src/stores/redis/redis_store.ts",
+    file: "src/stores/redis/confirm.ts",
     from: "if (options.waitAof === true) await waitForAof(client, key, field, ms);",
     to: "",
     tests: ["tests/faults/crash_aof_test.ts"],
+  },
+  {
+    id: "first/eviction-untouched",
+    what: "a client's first reservation leaves the counter of an allkeys-* server untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if string.sub(policy, 1, 8) == 'allkeys-' then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts"],
+  },
+  {
+    id: "first/no-aof-untouched",
+    what: "a client's first reservation leaves the counter of a server without AOF untouched",
+    file: "src/stores/redis/scripts.ts",
+    from: "if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end",
+    to: "",
+    tests: ["tests/redis_first_reservation_test.ts", "tests/durability_shared_test.ts"],
+  },
+  {
+    id: "first/one-call",
+    what: "a client's first ID is one round trip (the durability read in the reservation)",
+    file: "src/engine/durability_gate.ts",
+    from: "return store.readsDurability === true && store.durability !== undefined && this.#due &&",
+    to: "return false &&",
+    tests: ["tests/redis_first_reservation_test.ts"],
   },
   // Error classes (src/contract/store_errors.ts).
   {
@@ -667,5 +699,126 @@ export const MUTATIONS: readonly Mutation[] = [
     from: "const value = Reflect.get(target, prop, target);",
     to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
     tests: ["tests/service_stores_test.ts"],
+  },
+  // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
+  {
+    id: "codec/radix-shortest-form",
+    what: "a radix form decodes only the shortest form (no leading zero digit)",
+    file: "src/codec/radix.ts",
+    from: "if (w === undefined && encoded.length > 1 && encoded[0] === this.alphabet[0]) {",
+    to: "if (false) {",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/radix-above-max",
+    what: "a radix form refuses a text above the largest ID, never wraps",
+    file: "src/codec/radix.ts",
+    from: "if (id > this.max) throw malformed(",
+    to: "if (false) throw malformed(",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/radix-exact-past-2^53",
+    what: "decoding past 2^53 is exact (bigint digits), never rounded",
+    file: "src/codec/radix.ts",
+    from: "if (!wide && n * r + d <= 9007199254740991) {",
+    to: "if (!wide && n * r + d <= 2 ** 64) {",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/domain-negative",
+    what: "a negative ID is outside every codec's domain",
+    file: "src/codec/codec.ts",
+    from: "if (big < 0n || big > max) {",
+    to: "if (big > max) {",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/offset-below-first",
+    what: "offset() refuses a text below its first ID",
+    file: "src/codec/codec.ts",
+    from: "if (id < 0n) throw malformed(`below the first ID",
+    to: "if (id < -1n) throw malformed(`below the first ID",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/prefix-checked",
+    what: "prefix() decodes only a text that starts with it",
+    file: "src/codec/affix.ts",
+    from: "!encoded.startsWith(text)",
+    to: "!encoded.includes(text)",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "codec/keyring-by-key-id",
+    what: "an encrypted ID decodes with the key its first character names (rotation)",
+    file: "src/codec/encrypted.ts",
+    from: "const ff1 = this.#ff1.get(keyId);",
+    to: "const ff1 = this.#ff1.get(keyId) && this.#encoder;",
+    tests: CODEC_TESTS,
+  },
+  {
+    id: "interleaved/member-rollback-mark",
+    what: "a member below this store's own last reply is raised above it (data loss caught)",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "const floorCycle = max(this.#cycleAbove(options.floor, index), mark);",
+    to: "const floorCycle = this.#cycleAbove(options.floor, index);",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/floor-cycle-rounds-up",
+    what: "a member jumps to its first cycle above the floor, never one below",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "return d <= 0n ? 0n : (d + n - 1n) / n;",
+    to: "return d <= 0n ? 0n : d / n;",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/layout-echo-checked",
+    what: "a member store that does not record the layout is refused",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "if (reply.layout !== layout) {",
+    to: "if (false) {",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/reply-range-checked",
+    what: "a member's reply of the wrong number of cycles is a reply error",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "if (got.length !== 1 || got[0].last - got[0].first + 1n !== k || got[0].first < 1n) {",
+    to: "if (got.length !== 1) {",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/refusal-not-failover",
+    what: "a member's refusal (config) is the store's answer, not a reason to try the next",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "if (isRefusal(error)) {",
+    to: "if (false) {",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/layout-names-block",
+    what: "the recorded layout names the block: a changed block is refused",
+    file: "src/stores/interleaved/layout.ts",
+    from: "v1 servers=${members} block=${block} index=${index}",
+    to: "v1 servers=${members} index=${index}",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/single-store-counter-refused",
+    what: "a member holding a single-store counter is refused, not interleaved over",
+    file: "src/stores/interleaved/layout.ts",
+    from: "if (found === undefined && value !== 0n) throw singleStoreCounter(",
+    to: "if (false) throw singleStoreCounter(",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "interleaved/rotation",
+    what: "after a success the next reservation starts at the next member",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "this.#next = (i + 1) % n;",
+    to: "this.#next = i;",
+    tests: INTERLEAVED_ANY,
   },
 ];

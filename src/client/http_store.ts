@@ -24,7 +24,7 @@ export interface HttpStoreOptions {
   /**
    * How long one request may take (ms) before it counts as a failed connection (the engine
    * then retries until its own `timeout`).
-   * @default {5000}
+   * @default {5_000}
    */
   requestTimeout?: number;
   /** The `fetch` to use (a test double, a proxy-aware one). @default {globalThis.fetch} */

@@ -103,7 +103,11 @@ export interface SegmentRequest {
   floor?: string;
   /** What a counter found below `floor` is raised to first, decimal. */
   raiseTo?: string;
-  /** Check the floor (the guard). Default true. */
+  /**
+   * Check the floor (the guard).
+   *
+   * @default {true}
+   */
   guard?: boolean;
 }
 

@@ -30,7 +30,11 @@ export interface Keyring {
    * alphabet, written before each encrypted ID.
    */
   keys: Readonly<Record<string, Uint8Array>>;
-  /** The key identifier new IDs are encrypted with. Default: the only key, if there is one. */
+  /**
+   * The key identifier new IDs are encrypted with; undefined: the only key, if there is one.
+   *
+   * @default {undefined}
+   */
   current?: string;
 }
 

@@ -79,6 +79,12 @@ export interface Reservation {
    * reading its length (a server without scripting). Absent or 0 when none.
    */
   ttlRemovedMs?: number;
+  /**
+   * The server's durability, read in the same call, when the reservation was asked to
+   * ({@linkcode ReserveOptions.durability}). When the read is refused (`durabilityRefusal` of
+   * `contract/durability.ts`, in the asked mode), `ranges` is empty: nothing is served.
+   */
+  durability?: StoreDurability;
 }
 
 /**
@@ -105,8 +111,10 @@ export interface ReserveOptions {
   /** The caller needs the value exactly even above 2^53 (bigint mode). */
   exact: boolean;
   /**
-   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`).
-   * Default 0: no wait.
+   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`);
+   * 0: no wait.
+   *
+   * @default {0}
    */
   replicas?: number;
   /**
@@ -117,12 +125,18 @@ export interface ReserveOptions {
    * @default {false}
    */
   waitAof?: boolean;
-  /** How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget). Default 5,000. */
+  /**
+   * How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget).
+   *
+   * @default {5_000}
+   */
   waitMs?: number;
   /**
    * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at
    * least 200 ms in all), so a member of an interleaved set whose replicas do not confirm is
-   * skipped quickly instead of holding the whole budget. Default: none, `waitMs` alone.
+   * skipped quickly instead of holding the whole budget; undefined: `waitMs` alone.
+   *
+   * @default {undefined}
    */
   waitRoundTrips?: number;
   /**
@@ -133,7 +147,9 @@ export interface ReserveOptions {
    * {@linkcode KvIdError} a counter holding another layout, or holding a value and no layout (a
    * single-store counter, whose value is an ID); and echoes it in {@linkcode Reservation.layout}.
    * Without `layout`, it refuses a counter that has one (a plain increment of a block cycle
-   * would repeat the set's IDs). Default: none, a single-store counter.
+   * would repeat the set's IDs). Undefined: a single-store counter.
+   *
+   * @default {undefined}
    */
   layout?: string;
   /**
@@ -144,7 +160,12 @@ export interface ReserveOptions {
    * @default {false}
    */
   loadStep?: boolean;
-  /** The most IDs `loadStep` may raise the count to (the generator's `maxStep`). */
+  /**
+   * The most IDs `loadStep` may raise the count to (the generator's `maxStep`); undefined: the
+   * count asked.
+   *
+   * @default {undefined}
+   */
   maxCount?: number;
   /**
    * Take the IDs from the counter's pool of given-back ranges ({@linkcode poolField}) first, when
@@ -154,6 +175,17 @@ export interface ReserveOptions {
    * @default {false}
    */
   pool?: boolean;
+  /**
+   * Also read the server's durability, as {@linkcode Store.durability} would with these
+   * options, in the same round trip, and reserve only if what it read is accepted (`durabilityRefusal`
+   * of `contract/durability.ts`, in `mode`): a refused server's counter is left untouched (or the range it reserved is
+   * spent) and the reply's `ranges` is empty. The read is reported in
+   * {@linkcode Reservation.durability}. Asked only of a store whose `readsDurability` is true,
+   * by a generator's first reservation: its first ID is then one round trip.
+   *
+   * @default {undefined}
+   */
+  durability?: DurabilityOptions;
 }
 
 /**
@@ -276,8 +308,10 @@ export interface CounterValue {
  */
 export interface CountersOptions {
   /**
-   * Read only these counters (those that exist are in the map). Default: every counter of
+   * Read only these counters (those that exist are in the map); undefined: every counter of
    * the hash.
+   *
+   * @default {undefined}
    */
   names?: readonly string[];
 }
@@ -341,6 +375,12 @@ export interface Store {
   counters?(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
   /** True when `reserve` honours {@linkcode ReserveOptions.loadStep} (one round trip). */
   readonly reservesStep?: boolean;
+  /**
+   * True when `reserve` honours {@linkcode ReserveOptions.durability} (the durability read and
+   * the first reservation in one round trip). A store with `durability` but without this flag
+   * is read before its first reservation, one round trip more.
+   */
+  readonly readsDurability?: boolean;
   /**
    * Optional: the step the counter's processes last used, remembered next to it (see
    * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.

@@ -127,7 +127,7 @@ export interface DailyIdOptions {
   /**
    * Target lifetime of a segment in ms, which the step adapts to.
    *
-   * @default {600000}
+   * @default {600_000}
    */
   segmentDuration?: number;
   /**
@@ -140,7 +140,7 @@ export interface DailyIdOptions {
    * How long, in ms, a call waits for a reservation (and a cleanup for the store) before it
    * rejects.
    *
-   * @default {5000}
+   * @default {5_000}
    */
   timeout?: number;
   /**

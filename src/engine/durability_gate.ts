@@ -6,17 +6,25 @@
  */
 
 import { durabilityRefusal, markServerReadsStale } from "../contract/durability.ts";
-import type { Store, StoreDurability } from "../contract/store.ts";
+import type { DurabilityOptions, Reservation, Store, StoreDurability } from "../contract/store.ts";
 import type { DurabilityReport } from "./kvid_options.ts";
 import type { KvIdSettings } from "./settings.ts";
 
 /** What the gate reads of the generator's settings. */
 export type GateSettings = Pick<KvIdSettings, "durability" | "replicas" | "serverSettings" | "key">;
 
-/** A read of the store's durability going on beside a reservation. */
+/** A read of the store's durability going on beside a reservation, or made by it. */
 export interface DurabilityRead {
-  /** Settles when the read did: rejects with the refusal of a store that can lose IDs. */
-  readonly verdict: Promise<void>;
+  /**
+   * Set when the store reads its durability in the reservation itself (`Store.readsDurability`,
+   * a generator's first read): pass it as `ReserveOptions.durability`.
+   */
+  readonly asked?: DurabilityOptions;
+  /**
+   * Settles when the read did, given the reservation's reply: rejects with the refusal of a
+   * store that can lose IDs (the reply's range is then spent, or empty).
+   */
+  settle(reply: Reservation): Promise<void>;
 }
 
 /**
@@ -26,8 +34,10 @@ export interface DurabilityRead {
  * leaves the read due, so a fixed server is served again.
  *
  * Where the read goes, in one place ({@linkcode DurabilityGate.beforeReserve}): on first use,
- * and after a refusal, before anything is reserved (a refused server is left untouched); later,
- * beside the reservation, one round trip for both, its range used only once the read answered.
+ * in the reservation itself when the store can (`Store.readsDurability`: it reserves only on a
+ * server it accepts), else before anything is reserved, as after a refusal (a refused server is
+ * left untouched); later, beside the reservation, one round trip for both, its range used only
+ * once the read answered.
  *
  * @example A custom store without `durability()` is trusted
  * ```ts
@@ -63,10 +73,11 @@ export class DurabilityGate {
 
   /**
    * First use: start the read (beside the remembered step's lookup, one round trip for both);
-   * the first reservation waits for it in {@linkcode DurabilityGate.beforeReserve}. A store
-   * that reads its durability in the reservation itself would change this method and that one.
+   * the first reservation waits for it in {@linkcode DurabilityGate.beforeReserve}. Undefined
+   * for a store that reads its durability in the reservation itself (`Store.readsDurability`).
    */
-  firstRead(store: Store): Promise<void> {
+  firstRead(store: Store): Promise<void> | undefined {
+    if (this.#inReserve(store)) return undefined; // read by the reservation itself
     const read = this.check(store);
     read.catch(() => {}); // awaited by the reservation
     return read;
@@ -80,10 +91,27 @@ export class DurabilityGate {
    * @throws {KvIdError} The refusal of a store that can lose reservations, when waited for.
    */
   async beforeReserve(store: Store, started?: Promise<void>): Promise<DurabilityRead> {
+    if (started === undefined && this.#inReserve(store)) {
+      // The store reads it in the reservation and reserves only if it accepts what it read: a
+      // refused server is left untouched, and the first ID is one round trip.
+      return {
+        asked: this.#asked(),
+        settle: async (reply) => {
+          if (reply.durability !== undefined) this.#judge(reply.durability);
+          else await this.check(store); // it did not: read now, the range used only after
+        },
+      };
+    }
     const verdict = started ?? this.check(store);
     verdict.catch(() => {}); // awaited by the reservation
     if (!this.#accepted) await verdict;
-    return { verdict };
+    return { settle: () => verdict };
+  }
+
+  /** The first read, by a store that makes it in the reservation itself. */
+  #inReserve(store: Store): boolean {
+    return store.readsDurability === true && store.durability !== undefined && this.#due &&
+      this.#read === undefined;
   }
 
   /**
@@ -96,15 +124,25 @@ export class DurabilityGate {
       this.#accepted = true;
       return;
     }
+    this.#judge(await store.durability(this.#s.key, this.#asked()));
+  }
+
+  /** What the store's durability read is asked with. */
+  #asked(): DurabilityOptions {
     const s = this.#s;
-    const d = await store.durability(s.key, {
+    return {
       field: this.#field,
       mode: s.durability,
       replicas: s.replicas,
       stated: s.serverSettings,
       // The first read may be another generator's on the same client (see DurabilityOptions).
       reuse: this.#read === undefined,
-    });
+    };
+  }
+
+  /** Keep the read `d`; throw the refusal of a store that can lose reservations. */
+  #judge(d: StoreDurability): void {
+    const s = this.#s;
     this.#read = d;
     const refusal = durabilityRefusal(d, s.durability, s.key, this.#field);
     this.#accepted = refusal === undefined;

@@ -169,7 +169,7 @@ export interface KvIdOptions {
    * on the same connection right after the increment, so a failover to a replica cannot
    * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
    * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
-   * client of its own (see the README, "Replicated Redis").
+   * client of its own (see `docs/replicas.md`).
    *
    * @default {0}
    */

@@ -8,7 +8,7 @@
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
 import { withDeadline } from "../contract/deadline_timer.ts";
-import { MAX_ID, type Reservation, type Store } from "../contract/store.ts";
+import { type DurabilityOptions, MAX_ID, type Reservation, type Store } from "../contract/store.ts";
 import { storeFromSource } from "../contract/store_source.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { describe } from "../contract/validate.ts";
@@ -263,8 +263,8 @@ export class Reserver {
     const read = await this.#gate.beforeReserve(store, durability);
     if (this.#floor.due) await this.#floor.read();
     const mark = this.#floor.value > floor ? this.#floor.value : floor;
-    let reply = await this.#reserveAbove(store, count, mark, loadStep);
-    await read.verdict; // a refusal spends the range
+    let reply = await this.#reserveAbove(store, count, mark, loadStep, read.asked);
+    await read.settle(reply); // a refusal spends the range
     if (reply.raised && this.#floor.given && mark === floor) {
       // Found below this generator's own mark: the floor may know of IDs above it.
       await this.#floor.read();
@@ -283,9 +283,11 @@ export class Reserver {
     count: number,
     mark: bigint,
     loadStep: boolean,
+    durability?: DurabilityOptions,
   ): Promise<Reservation> {
     const s = this.#s;
     return store.reserve(s.key, this.#name, count, {
+      ...(durability === undefined ? {} : { durability }),
       floor: mark,
       // Capped at 2^63-1 so a counter is never written past it: the increment overflows.
       raiseTo: mark + s.margin > MAX_ID ? MAX_ID : mark + s.margin,

@@ -63,7 +63,11 @@ export interface GeneratorsOptions {
   timeZone: string;
   /** The generators' `durability` option. */
   durability: DurabilityMode;
-  /** Options per name (`"*"`: every name not listed). Default none. */
+  /**
+   * Options per name (`"*"`: every name not listed).
+   *
+   * @default {undefined}
+   */
   names?: Readonly<Record<string, NameOptions>>;
 }
 

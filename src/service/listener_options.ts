@@ -23,28 +23,28 @@ export interface ListenerOptions {
   /**
    * A request's head (request line and headers) must arrive within this many ms of its first
    * byte (of the connection's opening, for its first request).
-   * @default {10000}
+   * @default {10_000}
    */
   headersTimeoutMs?: number;
   /**
    * A kept-alive connection with no request under way is closed after this many ms.
-   * @default {30000}
+   * @default {30_000}
    */
   idleTimeoutMs?: number;
   /**
    * A request body must be read, and a response written, within this many ms (each in all,
    * from its first byte: a trickle does not buy more time).
-   * @default {10000}
+   * @default {10_000}
    */
   ioTimeoutMs?: number;
   /**
    * The request head's size at most (431 past it; 414 when the request line alone is past it).
-   * @default {32768}
+   * @default {32_768}
    */
   maxHeaderBytes?: number;
   /**
    * A request body's size at most (413 past it).
-   * @default {65536}
+   * @default {65_536}
    */
   maxBodyBytes?: number;
   /**

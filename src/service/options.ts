@@ -110,23 +110,23 @@ export interface ServiceOptions {
   timeZone?: string;
   /**
    * At most this many live generators (a new name past it answers 429).
-   * @default {1000}
+   * @default {1_000}
    */
   maxGenerators?: number;
   /**
    * A generator unused this long (ms) may be closed to make room for a new name.
-   * @default {60000}
+   * @default {60_000}
    */
   idleMs?: number;
   /**
    * The most IDs one `POST /v1/segments/{name}` may reserve (an `HttpStore`'s `maxStep` at
    * most; `KvId`'s default `maxStep`).
-   * @default {1000000}
+   * @default {1_000_000}
    */
   maxSegment?: number;
   /**
    * The generators' `timeout`: how long a request waits for a reservation (ms).
-   * @default {5000}
+   * @default {5_000}
    */
   timeout?: number;
   /**

@@ -47,7 +47,9 @@ export interface StoreOpener<K extends string = string> {
   /**
    * The optional methods of {@linkcode Store} beyond those every URL store is seen through
    * (`reserve`, `release`, `loadStep`, `saveStep`, `deleteDaysBefore`, `durability`, `now`)
-   * that the opened store has: the lazy store forwards them too. Default: none.
+   * that the opened store has: the lazy store forwards them too.
+   *
+   * @default {undefined}
    */
   readonly also?: { giveBack?: boolean; reservesStep?: boolean; counters?: boolean };
 }

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import type { RedisClient } from "../../mod.ts";
-import { type ClientKind, type OpenClient, openClient } from "../clients.ts";
+import { type ClientKind, isFirstReservation, type OpenClient, openClient } from "../clients.ts";
 import { command, redisBinary } from "../server.ts";
 export { assertIncreasing, rejectsWith } from "../assert.ts";
 
@@ -89,6 +89,8 @@ export interface ProducerOptions {
   maxStep?: number;
   /** The generator's `guard`. */
   guard?: boolean;
+  /** The generator's `giveBack`. */
+  giveBack?: boolean;
   /** IDs per write (and per progress line). */
   flush?: number;
 }
@@ -127,6 +129,7 @@ export function spawnProducer(o: ProducerOptions): Producer {
   if (o.minStep !== undefined) args.push(`--min-step=${o.minStep}`);
   if (o.maxStep !== undefined) args.push(`--max-step=${o.maxStep}`);
   if (o.guard !== undefined) args.push(`--guard=${o.guard}`);
+  if (o.giveBack !== undefined) args.push(`--give-back=${o.giveBack}`);
   const child = new Deno.Command(Deno.execPath(), {
     args,
     stdin: "null",
@@ -262,8 +265,10 @@ export class Recorder implements RedisClient {
 
   /** Records, then sends, `EVAL`. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown> {
-    // Only the reserve script (7 arguments) reserves; the step and give-back scripts do not.
-    if (args.length !== 7 && !(this.#probes && args.length === 0)) {
+    // Only the reserve script (7 arguments; a client's first, with the durability read) reserves;
+    // the step and give-back scripts do not.
+    const reserves = args.length === 7 || isFirstReservation(script);
+    if (!reserves && !(this.#probes && args.length === 0)) {
       return this.#inner.eval(script, keys, args);
     }
     return this.#track(

@@ -4,7 +4,7 @@
  * parent can act mid-run (kill it, restart the server); at the end `done <n> <high>`.
  *
  * Usage: `deno run -A producer.ts --url=redis://... --name=N --count=250000 --out=FILE
- * [--client=node-redis|ioredis] [--min-step=S] [--max-step=S] [--guard=false] [--flush=10000]`;
+ * [--client=node-redis|ioredis] [--min-step=S] [--max-step=S] [--guard=false] [--give-back=false] [--flush=10000]`;
  * `--count=0` produces until killed.
  *
  * @module
@@ -24,6 +24,7 @@ const { values } = parseArgs({
     "min-step": { type: "string" },
     "max-step": { type: "string" },
     guard: { type: "string", default: "true" },
+    "give-back": { type: "string", default: "true" },
     flush: { type: "string", default: "10000" },
   },
 });
@@ -38,6 +39,7 @@ const id = new KvId(values.name, {
   minStep: values["min-step"] ? Number(values["min-step"]) : undefined,
   maxStep: values["max-step"] ? Number(values["max-step"]) : undefined,
   guard: values.guard !== "false",
+  giveBack: values["give-back"] !== "false",
   timeout: 10_000,
 });
 const file = await Deno.open(values.out, { write: true, create: true, truncate: true });

@@ -32,6 +32,11 @@ export class MemoryStore implements Store {
     return this.#counters.get(key)?.get(field) ?? 0n;
   }
 
+  /** Set a counter's value behind the store's back (a fault: a lowered counter). */
+  setValue(key: string, field: string, value: bigint): void {
+    this.#hash(key).set(field, value);
+  }
+
   /** Reserve `count` IDs; see {@linkcode Store.reserve}. */
   reserve(
     key: string,

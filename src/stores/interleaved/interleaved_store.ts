@@ -41,12 +41,12 @@ import { layoutOf } from "./layout.ts";
  * ```
  */
 export interface InterleavedStoreOptions {
-  /** IDs per block, >= 1. @default {1000} */
+  /** IDs per block, >= 1. @default {1_000} */
   block?: number;
   /**
    * The longest one reservation may take in ms, over every member tried (the generator's
    * `timeout`); one member is given at most this divided by the number of members.
-   * @default {5000}
+   * @default {5_000}
    */
   timeout?: number;
 }

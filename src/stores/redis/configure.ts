@@ -4,7 +4,8 @@
  * @module
  */
 
-import { checkRedisSource, type RedisSource } from "./redis_store.ts";
+import { checkRedisSource } from "./client_source.ts";
+import type { RedisSource } from "../../contract/redis_client.ts";
 
 /**
  * What {@linkcode configure} sets.
@@ -20,7 +21,12 @@ import { checkRedisSource, type RedisSource } from "./redis_store.ts";
  * ```
  */
 export interface KvIdDefaults {
-  /** The client (or a factory of it) used by generators created without a `redis` option. */
+  /**
+   * The client (or a factory of it) used by generators created without a `redis` option;
+   * undefined: none, so such a generator fails with `config` on its first reservation.
+   *
+   * @default {undefined}
+   */
   redis?: RedisSource;
 }
 

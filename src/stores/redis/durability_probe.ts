@@ -8,6 +8,7 @@
 import { serverReadsEpoch } from "../../contract/durability.ts";
 import type { DurabilityOptions, StoreDurability } from "../../contract/store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
+import { knownWithoutWaitAof } from "./confirm.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 
@@ -79,11 +80,19 @@ function scriptsRefused(err: unknown): boolean {
   return isNoScripting(err) || /NOPERM.*'(eval|evalsha)'/i.test(errorMessage(err));
 }
 
+/** What `INFO` and `PTTL` said: the `key:value` fields, the hash's TTL, or why not read. */
+export type InfoRead = { info: Map<string, string>; ttl: number | undefined; error?: string };
+
+/**
+ * The `INFO` facts and PTTL a reservation script read (`FIRST_RESERVE_SCRIPT`'s
+ * `name:value` lines), as the probe's own read.
+ */
+export function infoFromFacts(facts: unknown, ttl: unknown): InfoRead {
+  return { info: parseInfo(asText(facts)), ttl: Number(asText(ttl)) };
+}
+
 /** The `INFO` sections and the hash's TTL, by script or, without scripting, by plain commands. */
-async function info(
-  client: RedisClient,
-  key: string,
-): Promise<{ info: Map<string, string>; ttl: number | undefined; error?: string }> {
+export async function info(client: RedisClient, key: string): Promise<InfoRead> {
   const unknown = (error: string) => ({ info: new Map<string, string>(), ttl: undefined, error });
   try {
     const reply = await PROBE_SCRIPT.run(client, [key], []);
@@ -112,35 +121,76 @@ const DEFAULT_APPENDFSYNC = "everysec";
 // bench/deploy_bench.ts). A read is shared only while no generator has found a reason to
 // doubt it ({@linkcode markServerReadsStale}: a transient failure, a rollback, a refusal):
 // after one, the next read of every client reads the server again.
-type ServerRead = ReturnType<typeof readServer>;
+/** A read of the server: `INFO` and `PTTL`, then `CONFIG GET` appendfsync, save, rocksdb sync. */
+export type ServerRead = Promise<[InfoRead, string, string, string]>;
 type SharedRead = { read: ServerRead; epoch: number; done: boolean };
 const reads = new WeakMap<RedisClient, Map<string, SharedRead>>();
-function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRead {
-  let byKey = reads.get(client);
-  if (byKey === undefined) reads.set(client, byKey = new Map());
-  const shared = byKey.get(key);
-  // A re-read (reuse false) joins only a read still in flight and sent since the last doubt
-  // (10,000 names re-reading after one failure: one read); a finished one it reads again.
+
+/**
+ * The read of `client` and hash `key` a generator may use instead of its own, or undefined: the
+ * last one while no generator has doubted it ({@linkcode markServerReadsStale}); with `reuse`
+ * false (a re-read), only one still in flight and sent since the last doubt (10,000 names
+ * re-reading after one failure: one read).
+ */
+export function sharedRead(
+  client: RedisClient,
+  key: string,
+  reuse: boolean,
+): ServerRead | undefined {
+  const shared = reads.get(client)?.get(key);
   if (shared !== undefined && shared.epoch === serverReadsEpoch() && (reuse || !shared.done)) {
     return shared.read;
   }
-  const read = readServer(client, key);
+  return undefined;
+}
+
+/**
+ * Make `read` the shared read of `client` and hash `key` (see {@linkcode sharedRead}); a failed
+ * read is never shared. What it says of the server's version tells whether it has `WAITAOF`.
+ */
+export function shareRead(client: RedisClient, key: string, read: ServerRead): void {
+  let byKey = reads.get(client);
+  if (byKey === undefined) reads.set(client, byKey = new Map());
   const entry: SharedRead = { read, epoch: serverReadsEpoch(), done: false };
   byKey.set(key, entry);
-  read.then(() => entry.done = true, () => {
+  read.then(([i]) => {
+    entry.done = true;
+    if (lacksWaitAof(i.info)) knownWithoutWaitAof(client);
+  }, () => {
     // A failed read is never shared: the next one reads the server again.
     if (byKey.get(key) === entry) byKey.delete(key);
   });
+}
+
+function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRead {
+  const shared = sharedRead(client, key, reuse);
+  if (shared !== undefined) return shared;
+  const read = Promise.all([info(client, key), ...readConfigs(client)] as const);
+  shareRead(client, key, read);
   return read;
 }
 
-function readServer(client: RedisClient, key: string) {
-  return Promise.all([
-    info(client, key),
+/**
+ * The three `CONFIG GET`s of a read (appendfsync, save, rocksdb.write_options.sync), each
+ * `"unknown"` when refused. None changes whether a server is refused (only `INFO`'s facts do):
+ * they name settings in the report and its messages.
+ */
+export function readConfigs(
+  client: RedisClient,
+): [Promise<string>, Promise<string>, Promise<string>] {
+  return [
     config(client, "appendfsync"),
     config(client, "save"),
     config(client, "rocksdb.write_options.sync"),
-  ]);
+  ];
+}
+
+/** A server that says it has no `WAITAOF`: Redis before 7.2 (Valkey has it), Kvrocks. */
+function lacksWaitAof(info: Map<string, string>): boolean {
+  if (info.has("kvrocks_version")) return true;
+  if (info.has("valkey_version")) return false;
+  const m = /^(\d+)\.(\d+)/.exec(info.get("redis_version") ?? "");
+  return m !== null && (Number(m[1]) < 7 || (Number(m[1]) === 7 && Number(m[2]) < 2));
 }
 
 /**
@@ -157,7 +207,15 @@ export async function probeRedis(
   key: string,
   options: DurabilityOptions,
 ): Promise<StoreDurability> {
-  const [read, appendfsync, save, sync] = await serverReads(client, key, options.reuse === true);
+  return durabilityOf(await serverReads(client, key, options.reuse === true), key, options);
+}
+
+/** What a {@linkcode ServerRead} says the server can lose for hash `key`. */
+export function durabilityOf(
+  [read, appendfsync, save, sync]: Awaited<ServerRead>,
+  key: string,
+  options: DurabilityOptions,
+): StoreDurability {
   const i = read.info;
   const stated = options.stated ?? {};
   const settings: Record<string, string> = {};

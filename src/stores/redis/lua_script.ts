@@ -26,6 +26,16 @@ export class LuaScript {
     this.source = source;
   }
 
+  /**
+   * Run the script on `client` sent whole (`EVAL`), which also loads it: for a call that must
+   * never meet `NOSCRIPT` (a client's first reservation after a doubt: the server may have
+   * restarted since the script was last sent).
+   */
+  evalWhole(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
+    this.#sent.add(client);
+    return client.eval(this.source, keys, args);
+  }
+
   /** Run the script on `client` with `keys` (every key it touches) and `args`. */
   async run(client: RedisClient, keys: string[], args: string[]): Promise<unknown> {
     this.#sha ??= crypto.subtle.digest("SHA-1", new TextEncoder().encode(this.source)).then(

@@ -10,7 +10,9 @@
 import { defaultRedis } from "./configure.ts";
 import { installStoreSource, type StoreSourceContext } from "../../contract/store_source.ts";
 import { InterleavedStore, MAX_MEMBERS } from "../interleaved/interleaved_store.ts";
-import { checkRedisSource, type RedisSource, RedisStore } from "./redis_store.ts";
+import { checkRedisSource } from "./client_source.ts";
+import type { RedisSource } from "../../contract/redis_client.ts";
+import { RedisStore } from "./redis_store.ts";
 import type { Store } from "../../contract/store.ts";
 
 /** Throw a TypeError or RangeError unless `value` is a valid `redis` option of `who`. */
