@@ -174,8 +174,8 @@
  * and on Redis, `count=100` 2.11x to 2.16x. An earlier, uncommitted harness measured 1.49x to
  * 1.54x and 1.99x to 2.03x (12:22 UTC, load 4.6; before issue 22's cuts 1.62x to 1.67x and 2.23x
  * to 2.29x in that one): the ratio depends on the harness, so only the committed one's figures are
- * claimed. Issue 27's goals (1.5x, 2x) are not met by about 0.15x. What is left: the request's headers read the first time (~0.3 µs), the
- * `Cache-Control` header (~0.4 µs: a header given to a `Response` costs that in Deno 2.9, so text
+ * claimed. Issue 27's goals (1.5x, 2x) are not met by about 0.15x. What is left: the request's
+ * headers read the first time (~0.3 µs), the `Cache-Control` header (~0.4 µs: a header given to a `Response` costs that in Deno 2.9, so text
  * answers keep the standard `text/plain;charset=UTF-8` of a string body), the token check, the ID's
  * promise, and for `count=100` the text of 100 IDs (~2 µs). `INCR` per request sends every request to
  * Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at all here) and is
