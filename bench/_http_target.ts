@@ -1,7 +1,8 @@
 /**
  * A comparison target of `service_bench.ts`, in its own process: `hello` (a bare `Deno.serve`
- * hello-world) or `incr <redis-url>` (one `INCR` per request, what a hand-written ID service
- * does). Prints `listening <port>` on stdout.
+ * hello-world), `incr <redis-url>` (one `INCR` per request, what a hand-written ID service
+ * does) or `incrby100 <redis-url>` (one `INCRBY` of 100 per request, printing the 100 IDs one a
+ * line as the service's `count=100` does). Prints `listening <port>` on stdout.
  *
  *     deno run -A bench/_http_target.ts hello
  *
@@ -19,8 +20,18 @@ if (mode === "hello") {
   client.on("error", () => {});
   await client.connect();
   handler = async () => new Response(`${await client.incr("kvid-bench:incr-service")}\n`);
+} else if (mode === "incrby100" && url) {
+  const client = createClient({ url });
+  client.on("error", () => {});
+  await client.connect();
+  handler = async () => {
+    const last = await client.incrBy("kvid-bench:incrby-service", 100);
+    let body = "";
+    for (let id = last - 99; id <= last; id++) body += `${id}\n`;
+    return new Response(body);
+  };
 } else {
-  console.error("usage: _http_target.ts hello | incr <redis-url>");
+  console.error("usage: _http_target.ts hello | incr <redis-url> | incrby100 <redis-url>");
   Deno.exit(2);
 }
 Deno.serve({

@@ -17,7 +17,7 @@
  *   name every 20 ms for 3 s: reservations, calls that waited (`stats().stalls`), and calls that
  *   waited after the first second.
  *
- * The handler against a hello-world `new Response()` is in service_bench.ts.
+ * The handler against a hello-world `new Response()` is in service_handler_bench.ts.
  *
  *     deno bench -A bench/deploy_bench.ts
  *     KVID_BENCH_DEPLOY=cold,ramp deno bench -A bench/deploy_bench.ts   # some parts only

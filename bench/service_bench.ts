@@ -5,7 +5,13 @@
  * - a bare `Deno.serve` hello-world (the ceiling of an HTTP service on this machine),
  * - the service, `POST /v1/ids/{name}` with `count=1` and with `count=100` (Redis, token auth),
  * - the service behind its own listener (`deno task serve`, `@kvid/core/serve`), `count=1`,
- * - an INCR-per-request service (one Redis round trip per ID, what one writes by hand).
+ * - an INCR-per-request service (one Redis round trip per ID, what one writes by hand),
+ * - an INCRBY-per-request service: one `INCRBY` of 100 per request, printing the 100 IDs (the
+ *   hand-written form of `count=100`; issue 27: the service's `count=100` never slower).
+ *
+ * All behind `Deno.serve` on loopback (the service through `deno serve`), on the same Redis;
+ * each round runs every scenario in turn, so the machine's load changes hit all of them alike.
+ * `KVID_SERVICE_BENCH_ONLY=count100` runs `count=100` and INCRBY-per-request alone.
  *
  * Each server runs in its own process; the load generator runs in this one, on the same
  * machine, so every figure is of a machine shared by both sides (and here by other work: the
@@ -14,13 +20,15 @@
  *
  *     deno bench -A bench/service_bench.ts
  *     KVID_SERVICE_BENCH_SECONDS=10 deno bench -A bench/service_bench.ts
+ *     KVID_SERVICE_BENCH_ONLY=count100 KVID_SERVICE_BENCH_SECONDS=3 deno bench -A bench/service_bench.ts
+ *
+ * The handler's own cost in process, against a hello-world handler, is in
+ * service_handler_bench.ts.
  *
  * @module
  */
 
 import autocannon from "autocannon";
-import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
-import { createHandler } from "../src/service/mod.ts";
 import { startServeProcess, startServiceProcess } from "../tests/service.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
@@ -95,6 +103,8 @@ async function target(args: string[]): Promise<{ url: string; stop(): Promise<vo
 }
 
 const ROUNDS = Number(Deno.env.get("KVID_SERVICE_BENCH_ROUNDS") ?? "3");
+/** `count100`: only the service's `count=100` and the INCRBY-per-request service. */
+const ONLY = Deno.env.get("KVID_SERVICE_BENCH_ONLY");
 
 function median(values: number[]): number {
   const sorted = values.toSorted((a, b) => a - b);
@@ -106,7 +116,7 @@ let ran = false;
 
 Deno.bench({
   name:
-    `hello-world, ID service count=1 and count=100, INCR per request: ${ROUNDS} rounds (figures printed; the time is not a result)`,
+    `hello-world, ID service count=1 and count=100, INCR and INCRBY per request: ${ROUNDS} rounds (figures printed; the time is not a result)`,
   group: GROUP,
   n: 1,
   warmup: 0,
@@ -115,6 +125,7 @@ Deno.bench({
     ran = true;
     const hello = await target(["hello"]);
     const incr = await target(["incr", server.url]);
+    const incrby = await target(["incrby100", server.url]);
     await using service = await startServeProcess({
       KVID_REDIS_URL: server.url,
       KVID_TOKENS: `${TOKEN}:*`,
@@ -136,13 +147,18 @@ Deno.bench({
         ["ID service count=100", `${service.url}/v1/ids/${name}?count=100`, auth],
         ["ID service count=1, own listener", `${own.url}/v1/ids/${name}`, auth],
         ["INCR per request", incr.url, undefined],
-      ];
+        ["INCRBY 100 per request", incrby.url, undefined],
+      ].filter(([label]) =>
+        ONLY !== "count100" || label === "ID service count=100" ||
+        label === "INCRBY 100 per request"
+      ) as [string, string, typeof auth | undefined][];
       // Warm-up (JIT, connections, the generator's step), then rounds that interleave the
       // scenarios so a change of the machine's load hits all of them alike.
       for (const [, url, init] of scenarios) await load(url, init, 1);
       const runs = new Map<string, (Run & { commands: number; load: string })[]>();
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [label, url, init] of scenarios) {
+        // A B C, then C B A: neither goes first every time.
+        for (const [label, url, init] of round % 2 ? scenarios.toReversed() : scenarios) {
           const before = loadAverage();
           const calls = await commandCalls(server.url);
           const r = await load(url, init);
@@ -172,6 +188,25 @@ Deno.bench({
           "load avg 1/5/15 min, before / after each round": list.map((r) => r.load).join("; "),
         });
       }
+      // count=100 against INCRBY per request, round by round (each ratio from one round, the two
+      // measured one after the other) and of the medians.
+      const hundred = runs.get("ID service count=100")!;
+      const byIncrby = runs.get("INCRBY 100 per request")!;
+      metric("service", "count=100 / INCRBY 100 per request", {
+        "each round": hundred.map((r, i) =>
+          (r.requestsPerSecond / byIncrby[i].requestsPerSecond).toFixed(2)
+        ).join(" "),
+        "median of the rounds' ratios": Math.round(
+          median(hundred.map((r, i) => r.requestsPerSecond / byIncrby[i].requestsPerSecond)) * 100,
+        ) / 100,
+        "of the medians": Math.round(
+          median(hundred.map((r) => r.requestsPerSecond)) /
+            median(byIncrby.map((r) => r.requestsPerSecond)) * 100,
+        ) / 100,
+        rounds: ROUNDS,
+        "seconds each": SECONDS,
+      });
+      if (ONLY === "count100") return;
       const base = rps.get("bare Deno.serve hello-world")!;
       const one = rps.get("ID service count=1")!;
       const perIncr = rps.get("INCR per request")!;
@@ -188,28 +223,7 @@ Deno.bench({
     } finally {
       await hello.stop();
       await incr.stop();
+      await incrby.stop();
     }
   },
-});
-
-// The handler's own cost, without HTTP or the network: what the ID part adds per request.
-const HANDLER = "handler only, in process (no HTTP, no network)";
-const kv = new DenoKvStore(":memory:");
-const handler = createHandler({ store: kv, tokens: `${TOKEN}:*`, log: () => {} });
-const idRequest = (count: number) =>
-  new Request(`http://127.0.0.1/v1/ids/handler-bench?count=${count}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
-const hello = (_req: Request) => new Response("hello\n");
-await (await handler.fetch(idRequest(10_000))).text(); // warm: the step grows past a few IDs
-
-Deno.bench("hello-world handler (baseline)", { group: HANDLER, baseline: true }, async () => {
-  await hello(idRequest(1)).text();
-});
-Deno.bench("ID service handler, count=1", { group: HANDLER }, async () => {
-  await (await handler.fetch(idRequest(1))).text();
-});
-Deno.bench("ID service handler, count=100", { group: HANDLER }, async () => {
-  await (await handler.fetch(idRequest(100))).text();
 });
