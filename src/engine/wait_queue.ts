@@ -171,8 +171,11 @@ export class WaitQueue<T> {
     }
     this.#compact();
     if (expired > 0) this.#owner[EXPIRED](now);
-    if (this.#head < waiters.length) {
-      const wait = Math.max(1, waiters[this.#head].deadline - now);
+    // The queue as it is now: compact() may have replaced the array (its head back at 0), and the
+    // owner may have rejected every call. Re-armed from the captured array, an emptied queue
+    // armed a 1 ms timer for a call already rejected (a timer left behind by close()).
+    if (this.#head < this.#waiters.length && this.#deadlineTimer === undefined) {
+      const wait = Math.max(1, this.#waiters[this.#head].deadline - now);
       this.#deadlineTimer = deadlineTimer(wait, () => this.#expire());
     }
   }
