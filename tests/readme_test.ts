@@ -10,6 +10,7 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
+  type Block,
   checkoutImportMap,
   type DocBlock,
   docsFiles,
@@ -17,6 +18,7 @@ import {
   markdownDocBlocks,
   readmeBlocks,
   runBlocks,
+  type ScriptRun,
 } from "./readme_blocks.ts";
 import { command, startServer } from "./server.ts";
 import { startMariaDb, startPostgres } from "./sql_servers.ts";
@@ -29,10 +31,28 @@ Deno.test("README: every Deno block runs as written and ends by itself", async (
   // The PostgreSQL block reads DATABASE_URL (each script inherits this process's environment).
   await using postgres = await startPostgres();
   Deno.env.set("DATABASE_URL", postgres.url);
-  const dir = await Deno.makeTempDir({ prefix: "kvid-readme-run-" });
+  const runs = await runInCheckout(blocks, server);
+  for (const r of runs) {
+    const where = `README.md line ${r.block.line}`;
+    assert.ok(!r.hung, `${where} did not end by itself within 60 s: ${r.stderr}`);
+    assert.equal(r.code, 0, `${where} exited ${r.code}: ${r.stderr}`);
+    assert.match(r.stdout, /^1\b/, `${where} printed its first ID: ${r.stdout}`);
+  }
+});
+
+/**
+ * Run `blocks` as scripts of this checkout (an import map naming its entry points, no JSR), each
+ * with the Redis of `server` (the blocks' 127.0.0.1:6379 rewritten to it, flushed between them),
+ * each bounded at 60 s.
+ */
+async function runInCheckout(
+  blocks: Block[],
+  server: { host: string; port: number; url: string },
+): Promise<ScriptRun[]> {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-blocks-run-" });
   try {
     await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify(await checkoutImportMap()));
-    const runs = await runBlocks(blocks, {
+    return await runBlocks(blocks, {
       dir,
       exe: Deno.execPath(),
       args: ["run", "-A", "--quiet", "--unstable-kv", "--import-map=imports.json"],
@@ -42,16 +62,10 @@ Deno.test("README: every Deno block runs as written and ends by itself", async (
       flush: () => command(server.url, "FLUSHALL"),
       timeoutMs: 60_000,
     });
-    for (const r of runs) {
-      const where = `README.md line ${r.block.line}`;
-      assert.ok(!r.hung, `${where} did not end by itself within 60 s: ${r.stderr}`);
-      assert.equal(r.code, 0, `${where} exited ${r.code}: ${r.stderr}`);
-      assert.match(r.stdout, /^1\b/, `${where} printed its first ID: ${r.stdout}`);
-    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
+}
 
 /**
  * The module docs' `ts ignore` blocks and the `docs/*.md` Deno blocks not run here, and why; every
@@ -135,28 +149,13 @@ Deno.test("module docs and docs/*.md: every server example runs as written and e
   await using mariadb = await startMariaDb();
   Deno.env.set("DATABASE_URL", postgres.url);
   Deno.env.set("MYSQL_URL", mariadb.url);
-  const dir = await Deno.makeTempDir({ prefix: "kvid-docs-run-" });
-  try {
-    await Deno.writeTextFile(`${dir}/imports.json`, JSON.stringify(await checkoutImportMap()));
-    const runs = await runBlocks(blocks, {
-      dir,
-      exe: Deno.execPath(),
-      args: ["run", "-A", "--quiet", "--unstable-kv", "--import-map=imports.json"],
-      ext: ".ts",
-      host: server.host,
-      port: server.port,
-      flush: () => command(server.url, "FLUSHALL"),
-      timeoutMs: 60_000,
-    });
-    const failed = runs.filter((r) => r.hung || r.code !== 0).map((r) => {
-      const b = r.block as DocBlock;
-      return `${b.file} line ${b.line}: ${r.hung ? "did not end by itself" : `exit ${r.code}`}` +
-        ` ${r.stderr.slice(0, 400)}`;
-    });
-    assert.deepEqual(failed, []);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const runs = await runInCheckout(blocks, server);
+  const failed = runs.filter((r) => r.hung || r.code !== 0).map((r) => {
+    const b = r.block as DocBlock;
+    return `${b.file} line ${b.line}: ${r.hung ? "did not end by itself" : `exit ${r.code}`}` +
+      ` ${r.stderr.slice(0, 400)}`;
+  });
+  assert.deepEqual(failed, []);
 });
 
 Deno.test("README: a checkout used through deno.json links, without JSR", async () => {
