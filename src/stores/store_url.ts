@@ -19,40 +19,8 @@ import type { Store } from "../contract/store.ts";
 import { MYSQL_URL } from "./mysql/url.ts";
 import { POSTGRES_URL } from "./postgres/url.ts";
 
-/** What a store opened from its URL gives: the store, its readiness probe, how to close it. */
-export interface OpenedStore {
-  /** The store. */
-  store: Store;
-  /** Resolves when the server answers (the service's `/readyz`). */
-  ping(): Promise<void>;
-  /** Close what the opener connected. */
-  close(): Promise<void>;
-}
-
-/**
- * How the stores of one kind open from a URL: what each store's folder provides (its `url.ts`)
- * and {@linkcode STORE_URLS} lists.
- */
-export interface StoreOpener<K extends string = string> {
-  /** The kind, e.g. `"postgres"`: what {@linkcode storeKind} returns. */
-  readonly kind: K;
-  /** The URL schemes, with their colon: `["postgres:", "postgresql:"]`. */
-  readonly schemes: readonly string[];
-  /**
-   * Import the store and its driver (only now: a user of another scheme never loads them) and
-   * connect within `timeout` ms. Left out by Redis, whose URL the caller opens with its own
-   * client (which also sends hash commands the contract has no call for: `SCAN`, a script).
-   */
-  open?(url: string, options: { timeout: number }): Promise<OpenedStore>;
-  /**
-   * The optional methods of {@linkcode Store} beyond those every URL store is seen through
-   * (`reserve`, `release`, `loadStep`, `saveStep`, `deleteDaysBefore`, `durability`, `now`)
-   * that the opened store has: the lazy store forwards them too.
-   *
-   * @default {undefined}
-   */
-  readonly also?: { giveBack?: boolean; reservesStep?: boolean; counters?: boolean };
-}
+export type { OpenedStore, StoreOpener } from "./store_opener.ts";
+import type { OpenedStore, StoreOpener } from "./store_opener.ts";
 
 /** A Redis, Valkey or Kvrocks URL: opened by the caller's Redis client, not here. */
 const REDIS_URL: StoreOpener<"redis"> = { kind: "redis", schemes: ["redis:", "rediss:"] };

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { StoreOpener } from "../store_url.ts";
+import type { StoreOpener } from "../store_opener.ts";
 
 /** How a MySQL or MariaDB URL opens: a `mysql2` pool reading big integers as strings. */
 export const MYSQL_URL: StoreOpener<"mysql"> = {

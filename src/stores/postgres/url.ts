@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { StoreOpener } from "../store_url.ts";
+import type { StoreOpener } from "../store_opener.ts";
 
 /** How a PostgreSQL URL opens: a `pg.Pool` on it, and the store on the pool. */
 export const POSTGRES_URL: StoreOpener<"postgres"> = {
