@@ -7,6 +7,7 @@
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
+import { pool } from "./pool.ts";
 import assert from "node:assert/strict";
 import pg from "pg";
 import mysql from "mysql2/promise";
@@ -42,20 +43,6 @@ function expect(run: Run, code: number, output?: string | RegExp): Run {
   else if (output) assert.match(code === 0 ? run.stdout : run.stderr, output);
   if (code !== 0) assert.equal(run.stdout, "", "a failed command prints no result");
   return run;
-}
-
-/** Run the tasks, at most `limit` at once; results in order. */
-async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
 }
 
 /** One SQL statement on the server, as its superuser. */

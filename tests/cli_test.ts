@@ -3,6 +3,7 @@
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
+import { pool } from "./pool.ts";
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { addDays, ZonedDays } from "../src/daily/calendar.ts";
@@ -344,20 +345,6 @@ Deno.test("cli: installs as a kvid command from a checkout, as its module doc sa
     await Deno.remove(root, { recursive: true });
   }
 });
-
-/** Run the tasks, at most `limit` at once; results in order. */
-async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
-}
 
 Deno.test("cli on an interleaved counter: refuses what would break it, lists counters only", async () => {
   await using a = await startServer();
