@@ -661,7 +661,7 @@ export const MUTATIONS: readonly Mutation[] = [
     what: "the token compare walks every token over its whole length",
     file: "src/service/auth.ts",
     from:
-      "      let diff = length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t[i] ^ (text.charCodeAt(start + i) | 0);",
+      "      let diff = length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t[i] ^ (charCodeAt(text, start + i) | 0);",
     to: "      const diff = text.slice(start) === String.fromCharCode(...t) ? 0 : 1;",
     tests: [EVIDENCE, HTTP],
   },
