@@ -105,9 +105,9 @@ const CHAR_CODE_AT = String.prototype.charCodeAt;
  * `text.charCodeAt(i)`, for a string through the builtin itself: V8 inlines a call of that
  * constant but not the method looked up on the string, once a subclass of `String` exists that
  * was never instantiated (node-redis 5's `VerbatimString`): then each lookup and call costs
- * ~13 ns, ~0.5 µs of a request for a 28-character token (0.09x of a hello-world in
- * bench/service_handler_bench.ts, 2026-12-01). Anything else string-like (a test's counting
- * probe) through its own method.
+ * ~13 ns, ~0.5 µs of a request for a 28-character token (0.07x-0.09x of a hello-world per
+ * request in process, interleaved with the method's form, 2026-12-01). Anything else
+ * string-like (a test's counting probe) through its own method.
  */
 function charCodeAt(text: string, i: number): number {
   return typeof text === "string"
