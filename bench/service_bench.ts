@@ -35,6 +35,11 @@
  *     KVID_SERVICE_BENCH_ONLY=count100 KVID_SERVICE_BENCH_BASELINE=/tmp/before \
  *       deno bench -A bench/service_bench.ts
  *
+ * `KVID_SERVICE_BENCH_PIN=<load generator's CPUs>/<servers' CPUs>` (e.g. `0/1`, Linux, through
+ * `taskset`) keeps autocannon off the servers' cores: this process on the first set, every server
+ * and the Redis server on the second, so a scenario's rate is its server side's, not what the
+ * load generator left it.
+ *
  * The handler's own cost in process, against a hello-world handler, is in
  * service_handler_bench.ts.
  *
@@ -147,6 +152,18 @@ const ROUNDS = Number(Deno.env.get("KVID_SERVICE_BENCH_ROUNDS") ?? "3");
 const ONLY = Deno.env.get("KVID_SERVICE_BENCH_ONLY");
 /** A checkout of the code before, served beside (see the module doc). */
 const BASELINE = Deno.env.get("KVID_SERVICE_BENCH_BASELINE");
+/** `<load generator's CPUs>/<servers' CPUs>`, e.g. `0/1` (see the module doc). */
+const PIN = Deno.env.get("KVID_SERVICE_BENCH_PIN")?.split("/");
+
+/** Every thread of process `pid` onto `cpus` (`taskset` syntax), when pinning is asked for. */
+async function pin(pid: number, cpus: string | undefined): Promise<void> {
+  if (cpus === undefined) return;
+  const { success } = await new Deno.Command("taskset", {
+    args: ["-a", "-p", "-c", cpus, String(pid)],
+    stdout: "null",
+  }).output();
+  if (!success) throw new Error(`taskset could not pin process ${pid} to CPUs ${cpus}`);
+}
 
 /** What a round cost beside its rate. */
 interface RoundCost {
@@ -228,6 +245,12 @@ Deno.bench({
         ONLY !== "count100" || label.startsWith("ID service count=100") ||
         label === "INCRBY 100 per request"
       );
+      if (PIN !== undefined) {
+        await pin(Deno.pid, PIN[0]);
+        const info = String(await command(server.url, "INFO", "server"));
+        await pin(Number(/^process_id:(\d+)/m.exec(info)![1]), PIN[1]);
+        for (const pid of new Set(scenarios.map(([, , , pid]) => pid))) await pin(pid, PIN[1]);
+      }
       // Warm-up (JIT, connections, the generator's step), then rounds that interleave the
       // scenarios so a change of the machine's load hits all of them alike.
       for (const [, url, init] of scenarios) await load(url, init, 1);
@@ -299,6 +322,7 @@ Deno.bench({
         rounds: ROUNDS,
         "seconds each": SECONDS,
         connections: CONNECTIONS,
+        "CPUs, load generator / servers": PIN === undefined ? "shared" : PIN.join(" / "),
       });
       const before = runs.get("ID service count=100, baseline");
       if (before !== undefined) {
