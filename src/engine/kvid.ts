@@ -13,7 +13,7 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
-import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
@@ -202,6 +202,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   #closed = false;
   #closing: Promise<void> | undefined;
   #stalls = 0;
+  // Its entry in shutdown()'s registry.
+  readonly #tracked: Tracked;
 
   // The listener types of the KvId interface: the "rollback" listener gets a CustomEvent.
   override addEventListener(
@@ -225,7 +227,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     this.#buf = new SegmentBuffer({ prefetchAt: s.prefetchAt, safeOnly: !s.bigint });
     this.#timeout = s.timeout;
     this.#s = s;
-    trackGenerator(this);
+    this.#tracked = trackGenerator(this);
   }
 
   // The hot path is next() of NumberKvId and BigIntKvId below, one class per mode; this one
@@ -337,7 +339,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     if (!this.#closed) {
       this.#closed = true;
       this.#reserver?.close();
-      untrackGenerator(this);
+      untrackGenerator(this.#tracked);
       const tail = this.#buf.unusedTail();
       const unused = this.#buf.unusedRanges();
       // Drop what is buffered so the hot path falls through to the closed check.
