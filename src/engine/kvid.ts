@@ -13,6 +13,7 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
+import { holdIdleTimer, releaseIdleTimer } from "../contract/deadline_timer.ts";
 import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
@@ -338,7 +339,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#reserver?.close();
+      if (this.#reserver !== undefined) {
+        this.#reserver.close();
+        releaseIdleTimer();
+      }
       untrackGenerator(this.#tracked);
       const tail = this.#buf.unusedTail();
       const unused = this.#buf.unusedRanges();
@@ -492,13 +496,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   /** One reservation, then what its outcome means for the store's state and the callers. */
   async #reserve(): Promise<void> {
-    const reserver = this.#reserver ??= new Reserver(
-      this.name,
-      this.#s,
-      this.#buf,
-      this,
-      this,
-    );
+    let reserver = this.#reserver;
+    if (reserver === undefined) {
+      // Until close(), the shared deadline timer outlives this generator's deadlines, for the
+      // next ones of any generator (a new name's first ID makes no setTimeout then).
+      holdIdleTimer();
+      reserver = this.#reserver = new Reserver(this.name, this.#s, this.#buf, this, this);
+    }
     const outcome = await reserver.reserve();
     if (outcome.kind === "late") return;
     if (outcome.kind === "served") {
