@@ -483,6 +483,22 @@ export const MUTATIONS: readonly Mutation[] = [
     tests: ["tests/faults/blocked_loop_test.ts"],
   },
   {
+    id: "engine/idle-timer-unref",
+    what: "the deadline timer kept between deadlines holds no process open",
+    file: "src/contract/deadline_timer.ts",
+    from: "        timer.unref();",
+    to: "",
+    tests: ["tests/deadline_timer_test.ts"],
+  },
+  {
+    id: "engine/idle-timer-kept",
+    what: "while a generator is open, deadlines in a row share one setTimeout",
+    file: "src/contract/deadline_timer.ts",
+    from: "if (holders > 0 && canUnref(timer)) {",
+    to: "if (false) {",
+    tests: ["tests/deadline_timer_test.ts"],
+  },
+  {
     id: "store/wait-aof",
     what: "a reservation is handed out only once the server's AOF has it (waitAof)",
     file: "src/stores/redis/confirm.ts",

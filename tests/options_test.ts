@@ -33,6 +33,10 @@ Deno.test("names: non-empty, well-formed strings of at most 4,096 UTF-8 bytes", 
   throws(() => new KvId("a\uD800b", { redis }), TypeError, /well-formed/);
   throws(() => new KvId("é".repeat(2049), { redis }), TypeError, /4098 UTF-8 bytes/);
   assert.equal(new KvId("é".repeat(2048), { redis }).name.length, 2048);
+  // 3-byte characters either side of the bound (a name of at most 4,096 / 3 units is never encoded).
+  assert.equal(new KvId("€".repeat(1365), { redis }).name.length, 1365);
+  throws(() => new KvId("€".repeat(1366), { redis }), TypeError, /4098 UTF-8 bytes/);
+  throws(() => new KvId("🙂".repeat(1025), { redis }), TypeError, /4100 UTF-8 bytes/);
   throws(() => new KvId("x", { redis, key: "" }), TypeError, /key must not be empty/);
   throws(() => new KvId("x", { redis, key: 7 as unknown as string }), TypeError, /key must be/);
 });

@@ -27,7 +27,7 @@ import type {
 import { KvIdError } from "../contract/errors.ts";
 import { KvId } from "../engine/kvid.ts";
 import type { KvIdOptions, RollbackDetail } from "../engine/kvid_options.ts";
-import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { checkInteger, describe } from "../contract/validate.ts";
 
 const MAX_BATCH = 10_000_000;
@@ -59,6 +59,8 @@ export class DailyIdImpl<T extends number | bigint | string> extends EventTarget
   #closed = false;
   #days = 0;
   readonly #pending = new Set<Promise<unknown>>();
+  // Its entry in shutdown()'s registry.
+  readonly #tracked: Tracked;
 
   // The listener types of the DailyId interface: "rollback" and "cleanup" get CustomEvents.
   override addEventListener(
@@ -96,7 +98,7 @@ export class DailyIdImpl<T extends number | bigint | string> extends EventTarget
     this.#keepDays = config.keepDays;
     this.#today = new DaySwitch(config.zone, config.timeout + RECHECK_SLACK_MS);
     this.#cleaner = new DayCleaner(config);
-    trackGenerator(this);
+    this.#tracked = trackGenerator(this);
   }
 
   // The hot path: one clock read against the precomputed end of the day, then the engine's.
@@ -196,7 +198,7 @@ export class DailyIdImpl<T extends number | bigint | string> extends EventTarget
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      untrackGenerator(this);
+      untrackGenerator(this.#tracked);
       if (this.#gen !== undefined) this.#track(this.#gen.close());
     }
     while (this.#pending.size > 0) await Promise.all(this.#pending);

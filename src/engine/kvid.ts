@@ -13,7 +13,8 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
-import { trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { holdIdleTimer, releaseIdleTimer } from "../contract/deadline_timer.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
@@ -210,6 +211,8 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   #closed = false;
   #closing: Promise<void> | undefined;
   #stalls = 0;
+  // Its entry in shutdown()'s registry.
+  readonly #tracked: Tracked;
 
   // The listener types of the KvId interface: the "rollback" listener gets a CustomEvent.
   override addEventListener(
@@ -233,7 +236,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     this.#buf = new SegmentBuffer({ prefetchAt: s.prefetchAt, safeOnly: !s.bigint });
     this.#timeout = s.timeout;
     this.#s = s;
-    trackGenerator(this);
+    this.#tracked = trackGenerator(this);
   }
 
   // The hot path is next() of NumberKvId and BigIntKvId below, one class per mode; this one
@@ -357,8 +360,11 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#reserver?.close();
-      untrackGenerator(this);
+      if (this.#reserver !== undefined) {
+        this.#reserver.close();
+        releaseIdleTimer();
+      }
+      untrackGenerator(this.#tracked);
       const tail = this.#buf.unusedTail();
       const unused = this.#buf.unusedRanges();
       // Drop what is buffered so the hot path falls through to the closed check.
@@ -511,13 +517,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   /** One reservation, then what its outcome means for the store's state and the callers. */
   async #reserve(): Promise<void> {
-    const reserver = this.#reserver ??= new Reserver(
-      this.name,
-      this.#s,
-      this.#buf,
-      this,
-      this,
-    );
+    let reserver = this.#reserver;
+    if (reserver === undefined) {
+      // Until close(), the shared deadline timer outlives this generator's deadlines, for the
+      // next ones of any generator (a new name's first ID makes no setTimeout then).
+      holdIdleTimer();
+      reserver = this.#reserver = new Reserver(this.name, this.#s, this.#buf, this, this);
+    }
     const outcome = await reserver.reserve();
     if (outcome.kind === "late") return;
     if (outcome.kind === "served") {

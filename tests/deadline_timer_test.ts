@@ -1,0 +1,95 @@
+import "./deadline.ts"; // a time limit on every test of this file
+// The shared deadline timer (src/contract/deadline_timer.ts) kept between deadlines while a
+// generator holds it: one setTimeout for many deadlines, deadlines still on time either side of
+// the kept timer, nothing left after the release, and a process with an idle generator open
+// still exits by itself.
+import assert from "node:assert/strict";
+import { holdIdleTimer, releaseIdleTimer, withDeadline } from "../src/contract/deadline_timer.ts";
+
+/** Run `fn` counting the `setTimeout` calls made meanwhile. */
+async function countingTimers(fn: () => Promise<void>): Promise<number> {
+  const original = globalThis.setTimeout;
+  let made = 0;
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    made++;
+    return original(...args);
+  }) as typeof setTimeout;
+  try {
+    await fn();
+  } finally {
+    globalThis.setTimeout = original;
+  }
+  return made;
+}
+
+const quick = () => withDeadline(Promise.resolve(1), 1_000, () => new Error("late"));
+
+Deno.test("deadline timer: held, ten deadlines in a row make one setTimeout; not held, ten", async () => {
+  holdIdleTimer();
+  try {
+    const held = await countingTimers(async () => {
+      for (let i = 0; i < 10; i++) assert.equal(await quick(), 1);
+    });
+    assert.equal(held, 1);
+  } finally {
+    releaseIdleTimer(); // the kept timer is cleared: the sanitizer sees no timer left
+  }
+  const alone = await countingTimers(async () => {
+    for (let i = 0; i < 10; i++) assert.equal(await quick(), 1);
+  });
+  assert.equal(alone, 10);
+});
+
+Deno.test("deadline timer: a deadline earlier than the kept timer fires on time", async () => {
+  holdIdleTimer();
+  try {
+    // Kept armed 60 s ahead, then a deadline of 30 ms on work that never ends.
+    await withDeadline(Promise.resolve(1), 60_000, () => new Error("late"));
+    const never = new Promise<number>(() => {});
+    await assert.rejects(withDeadline(never, 30, () => new Error("too slow")), /too slow/);
+  } finally {
+    releaseIdleTimer();
+  }
+});
+
+Deno.test("deadline timer: a deadline later than the kept timer is not fired early", async () => {
+  holdIdleTimer();
+  try {
+    // Kept armed 20 ms ahead; the next deadline is 300 ms: the kept timer firing first must
+    // re-arm for it, not reject it.
+    await withDeadline(Promise.resolve(1), 20, () => new Error("late"));
+    const started = performance.now();
+    const never = new Promise<number>(() => {});
+    await assert.rejects(withDeadline(never, 300, () => new Error("too slow")), /too slow/);
+    const waited = performance.now() - started;
+    assert.ok(waited >= 250, `rejected after ${waited.toFixed(0)} ms, before its 300 ms`);
+  } finally {
+    releaseIdleTimer();
+  }
+});
+
+Deno.test("deadline timer: a process with an open, idle generator exits by itself", async () => {
+  // The kept timer is unreferenced: with a 10-minute timeout held open it must not keep the
+  // process alive (a hang is the failure: killed after 60 s, far above a normal run).
+  const script = `
+    import { KvId } from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};
+    import { DenoKvStore } from ${
+    JSON.stringify(new URL("../src/stores/deno_kv/deno_kv_store.ts", import.meta.url).href)
+  };
+    const store = new DenoKvStore(await Deno.openKv(":memory:"));
+    const a = new KvId("a", { store, timeout: 600_000, prefetchAt: 0 });
+    const b = new KvId("b", { store, timeout: 600_000, prefetchAt: 0 });
+    console.log(await a.next(), await b.next());
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--unstable-kv", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const limit = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const out = await child.output();
+  clearTimeout(limit);
+  assert.equal(out.signal, null, "killed: the process did not exit by itself");
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  assert.equal(new TextDecoder().decode(out.stdout).trim(), "1 1");
+});
