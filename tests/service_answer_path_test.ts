@@ -14,6 +14,8 @@ import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { createHandler } from "../src/service/mod.ts";
 import { parseTokens, type Scope, TokenAuth } from "../src/service/auth.ts";
 import { idLines, runLines } from "../src/service/id_lines.ts";
+import { KvId, TAKE_RUN } from "../src/engine/kvid.ts";
+import { MemoryStore } from "./stores/memory_store.ts";
 
 const TOKEN = "test-token-answer-path-0123";
 
@@ -153,3 +155,38 @@ function withAuthorization(header: string | null): Request {
   const get = (name: string) => name === "authorization" ? header : null;
   return { headers: { get } } as unknown as Request;
 }
+
+Deno.test("KvId[TAKE_RUN]: runs of the current segment only, in order with next(), none when closed or past 2^53", async () => {
+  const store = new MemoryStore();
+  const gen = new KvId("runs", { store, bigint: true, minStep: 10, maxStep: 10, initialStep: 10 });
+  const take = (count: number) =>
+    (gen as unknown as { [TAKE_RUN](count: number): number })[TAKE_RUN](count);
+  try {
+    assert.equal(take(1), -1, "nothing reserved yet");
+    assert.equal(await gen.next(), 1n);
+    assert.equal(take(3), 2, "2, 3, 4 from the current segment");
+    assert.equal(take(7), -1, "5..10 are 6 IDs: a run never spans segments");
+    assert.equal(take(6), 5);
+    assert.equal(take(1), -1, "the segment is used up");
+    // The next ones come through nextBatch(), after the run: nothing handed out twice.
+    assert.deepEqual(await gen.nextBatch(3), [11n, 12n, 13n]);
+    assert.equal(take(2), 14, "14 and 15");
+    assert.deepEqual(await gen.nextBatch(5), [16n, 17n, 18n, 19n, 20n]);
+    assert.equal(await gen.next(), 21n);
+  } finally {
+    await gen.close();
+  }
+  assert.equal(take(1), -1, "closed");
+  const high = new KvId("high", { store, bigint: true, minStep: 10, maxStep: 10 });
+  try {
+    store.setValue("kvid", "high", 2n ** 53n - 5n);
+    assert.equal(await high.next(), 2n ** 53n - 4n);
+    const takeHigh = (count: number) =>
+      (high as unknown as { [TAKE_RUN](count: number): number })[TAKE_RUN](count);
+    assert.equal(takeHigh(3), Number(2n ** 53n - 3n), "up to 2^53 - 1 exactly");
+    assert.equal(takeHigh(1), -1, "2^53 is not a safe integer");
+    assert.equal(await high.next(), 2n ** 53n);
+  } finally {
+    await high.close();
+  }
+});

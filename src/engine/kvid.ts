@@ -348,8 +348,10 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   [TAKE_RUN](count: number): number {
     const b = this.#buf;
     const first = b.firstNumber + b.used;
+    // As in #fill: a sum past the safe range rounds to 2^53 or more (`first + count - 1` could
+    // round 2^53 + 1 back down to the last safe integer).
     if (
-      b.size - b.used < count || first + count - 1 > Number.MAX_SAFE_INTEGER ||
+      b.size - b.used < count || first + (count - 1) > Number.MAX_SAFE_INTEGER ||
       (this.#queue !== undefined && !this.#queue.empty)
     ) return -1;
     b.used += count;
