@@ -184,7 +184,9 @@
  * one `INCRBY` of 100 per request: the median of the rounds' ratios 1.10, 1.55 and 1.19 in three
  * runs (single rounds 0.76 to 1.66), 1.28 and 1.23 in two runs with autocannon pinned to one core
  * and the servers and Redis to the other (rounds 0.92 to 1.60); per request the service's process
- * used 0.79x to 0.85x the CPU of the INCRBY service and Redis together, in all five. Autocannon
+ * used 0.79x to 0.85x the CPU of the INCRBY service and Redis together, in all five (the code
+ * before, served beside in the same runs: 0.99x to 1.23x the INCRBY service by the req/s medians,
+ * 1.03x to 1.17x this code's CPU per request: most of the lead is the runs'). Autocannon
  * costs about as much CPU per request as either server (27 to 34 µs), so on 2 shared cores it
  * takes half the machine and single rounds move with the other work. `INCR` per request sends
  * every request to Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at
