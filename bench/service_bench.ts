@@ -22,6 +22,24 @@
  *     KVID_SERVICE_BENCH_SECONDS=10 deno bench -A bench/service_bench.ts
  *     KVID_SERVICE_BENCH_ONLY=count100 KVID_SERVICE_BENCH_SECONDS=3 deno bench -A bench/service_bench.ts
  *
+ * Each round also records the CPU time each side spent per request: the server process's
+ * (`/proc/<pid>/stat`) plus Redis's (`INFO cpu`), and the load generator's (this process): the
+ * cost of a request whoever the bottleneck is. When autocannon's own CPU per request decides the
+ * rate on 2 shared cores, every scenario runs at about its rate and the req/s ratio says little;
+ * the CPU per request still says which server does less work.
+ * `KVID_SERVICE_BENCH_CONNECTIONS` (default 50) sets autocannon's connections;
+ * `KVID_SERVICE_BENCH_BASELINE=<dir>` serves `<dir>/src/service/mod.ts` too (a checkout of
+ * the code before, e.g. from `git archive`), as "ID service count=100, baseline", interleaved
+ * with the rest.
+ *
+ *     KVID_SERVICE_BENCH_ONLY=count100 KVID_SERVICE_BENCH_BASELINE=/tmp/before \
+ *       deno bench -A bench/service_bench.ts
+ *
+ * `KVID_SERVICE_BENCH_PIN=<load generator's CPUs>/<servers' CPUs>` (e.g. `0/1`, Linux, through
+ * `taskset`) keeps autocannon off the servers' cores: this process on the first set, every server
+ * and the Redis server on the second, so a scenario's rate is its server side's, not what the
+ * load generator left it.
+ *
  * The handler's own cost in process, against a hello-world handler, is in
  * service_handler_bench.ts.
  *
@@ -29,16 +47,24 @@
  */
 
 import autocannon from "autocannon";
-import { startServeProcess, startServiceProcess } from "../tests/service.ts";
+import {
+  type ServeProcess,
+  startProcess,
+  startServeProcess,
+  startServiceProcess,
+} from "../tests/service.ts";
+import { command } from "../tests/server.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
-const CONNECTIONS = 50;
+const CONNECTIONS = Number(Deno.env.get("KVID_SERVICE_BENCH_CONNECTIONS") ?? "50");
 const SECONDS = Number(Deno.env.get("KVID_SERVICE_BENCH_SECONDS") ?? "5");
 const TOKEN = "bench-token-0123456789abcdef";
 const GROUP = `HTTP service, ${CONNECTIONS} connections, ${SECONDS} s each (autocannon)`;
 
 interface Run {
   requestsPerSecond: number;
+  /** Requests answered in the round. */
+  total: number;
   p50Ms: number;
   p99Ms: number;
   non2xx: number;
@@ -59,6 +85,7 @@ async function load(
   });
   return {
     requestsPerSecond: r.requests.average,
+    total: r.requests.total,
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,
     non2xx: r.non2xx,
@@ -74,7 +101,24 @@ function loadAverage(): string {
   }
 }
 
-async function target(args: string[]): Promise<{ url: string; stop(): Promise<void> }> {
+/** CPU seconds (user + system) process `pid` has used, from `/proc/<pid>/stat`. */
+function cpuSeconds(pid: number | "self"): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  // Fields after the command name (which may hold spaces), from the 3rd: utime, stime are 14, 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ: 100 on Linux
+}
+
+/** CPU seconds the Redis server has used (`INFO cpu`). */
+async function redisCpuSeconds(url: string): Promise<number> {
+  const text = String(await command(url, "INFO", "cpu"));
+  const of = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, "m").exec(text)?.[1] ?? 0);
+  return of("used_cpu_user") + of("used_cpu_sys");
+}
+
+async function target(
+  args: string[],
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL("./_http_target.ts", import.meta.url).pathname, ...args],
     stdout: "piped",
@@ -95,6 +139,7 @@ async function target(args: string[]): Promise<{ url: string; stop(): Promise<vo
   })();
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await child.status;
@@ -105,6 +150,30 @@ async function target(args: string[]): Promise<{ url: string; stop(): Promise<vo
 const ROUNDS = Number(Deno.env.get("KVID_SERVICE_BENCH_ROUNDS") ?? "3");
 /** `count100`: only the service's `count=100` and the INCRBY-per-request service. */
 const ONLY = Deno.env.get("KVID_SERVICE_BENCH_ONLY");
+/** A checkout of the code before, served beside (see the module doc). */
+const BASELINE = Deno.env.get("KVID_SERVICE_BENCH_BASELINE");
+/** `<load generator's CPUs>/<servers' CPUs>`, e.g. `0/1` (see the module doc). */
+const PIN = Deno.env.get("KVID_SERVICE_BENCH_PIN")?.split("/");
+
+/** Every thread of process `pid` onto `cpus` (`taskset` syntax), when pinning is asked for. */
+async function pin(pid: number, cpus: string | undefined): Promise<void> {
+  if (cpus === undefined) return;
+  const { success } = await new Deno.Command("taskset", {
+    args: ["-a", "-p", "-c", cpus, String(pid)],
+    stdout: "null",
+  }).output();
+  if (!success) throw new Error(`taskset could not pin process ${pid} to CPUs ${cpus}`);
+}
+
+/** What a round cost beside its rate. */
+interface RoundCost {
+  commands: number;
+  /** CPU µs per request of the server process and the Redis server together. */
+  serverCpuUs: number;
+  /** CPU µs per request of the load generator (this process). */
+  loadGeneratorCpuUs: number;
+  load: string;
+}
 
 function median(values: number[]): number {
   const sorted = values.toSorted((a, b) => a - b);
@@ -138,34 +207,72 @@ Deno.bench({
       KVID_TOKENS: `${TOKEN}:*`,
       KVID_AUTH: "",
     });
+    let baseline: ServeProcess | undefined;
     try {
+      // The code before, served the same way, when a checkout of it is given.
+      baseline = BASELINE === undefined ? undefined : await startProcess(Deno.execPath(), [
+        "serve",
+        "-A",
+        "--unstable-kv",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        `${BASELINE}/src/service/mod.ts`,
+      ], { KVID_REDIS_URL: server.url, KVID_TOKENS: `${TOKEN}:*`, KVID_AUTH: "" });
       const auth = { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } };
       const name = `bench-${Date.now().toString(36)}`;
-      const scenarios: [string, string, typeof auth | undefined][] = [
-        ["bare Deno.serve hello-world", hello.url, undefined],
-        ["ID service count=1", `${service.url}/v1/ids/${name}`, auth],
-        ["ID service count=100", `${service.url}/v1/ids/${name}?count=100`, auth],
-        ["ID service count=1, own listener", `${own.url}/v1/ids/${name}`, auth],
-        ["INCR per request", incr.url, undefined],
-        ["INCRBY 100 per request", incrby.url, undefined],
-      ].filter(([label]) =>
-        ONLY !== "count100" || label === "ID service count=100" ||
+      type Scenario = [string, string, typeof auth | undefined, number];
+      const scenarios: Scenario[] = ([
+        ["bare Deno.serve hello-world", hello.url, undefined, hello.pid],
+        ["ID service count=1", `${service.url}/v1/ids/${name}`, auth, service.child.pid],
+        [
+          "ID service count=100",
+          `${service.url}/v1/ids/${name}?count=100`,
+          auth,
+          service.child.pid,
+        ],
+        ["ID service count=1, own listener", `${own.url}/v1/ids/${name}`, auth, own.child.pid],
+        ["INCR per request", incr.url, undefined, incr.pid],
+        ["INCRBY 100 per request", incrby.url, undefined, incrby.pid],
+        ...baseline === undefined ? [] : [[
+          "ID service count=100, baseline",
+          `${baseline.url}/v1/ids/${name}-baseline?count=100`,
+          auth,
+          baseline.child.pid,
+        ]],
+      ] as Scenario[]).filter(([label]) =>
+        ONLY !== "count100" || label.startsWith("ID service count=100") ||
         label === "INCRBY 100 per request"
-      ) as [string, string, typeof auth | undefined][];
+      );
+      if (PIN !== undefined) {
+        await pin(Deno.pid, PIN[0]);
+        const info = String(await command(server.url, "INFO", "server"));
+        await pin(Number(/^process_id:(\d+)/m.exec(info)![1]), PIN[1]);
+        for (const pid of new Set(scenarios.map(([, , , pid]) => pid))) await pin(pid, PIN[1]);
+      }
       // Warm-up (JIT, connections, the generator's step), then rounds that interleave the
       // scenarios so a change of the machine's load hits all of them alike.
       for (const [, url, init] of scenarios) await load(url, init, 1);
-      const runs = new Map<string, (Run & { commands: number; load: string })[]>();
+      const runs = new Map<string, (Run & RoundCost)[]>();
       for (let round = 0; round < ROUNDS; round++) {
         // A B C, then C B A: neither goes first every time.
-        for (const [label, url, init] of round % 2 ? scenarios.toReversed() : scenarios) {
+        for (const [label, url, init, pid] of round % 2 ? scenarios.toReversed() : scenarios) {
           const before = loadAverage();
           const calls = await commandCalls(server.url);
+          const cpu = [cpuSeconds(pid), await redisCpuSeconds(server.url), cpuSeconds("self")];
           const r = await load(url, init);
+          const spent = [
+            cpuSeconds(pid) - cpu[0],
+            await redisCpuSeconds(server.url) - cpu[1],
+            cpuSeconds("self") - cpu[2],
+          ];
           const commands = commandDelta(calls, await commandCalls(server.url));
           runs.set(label, [...(runs.get(label) ?? []), {
             ...r,
             commands,
+            serverCpuUs: (spent[0] + spent[1]) / r.total * 1e6,
+            loadGeneratorCpuUs: spent[2] / r.total * 1e6,
             load: `${before} / ${loadAverage()}`,
           }]);
         }
@@ -182,6 +289,12 @@ Deno.bench({
           "Redis commands per 1,000 requests": Math.round(
             list.reduce((n, r) => n + r.commands, 0) /
               list.reduce((n, r) => n + r.requestsPerSecond * SECONDS, 0) * 1000 * 10,
+          ) / 10,
+          "server + Redis CPU µs per request (median)": Math.round(
+            median(list.map((r) => r.serverCpuUs)) * 10,
+          ) / 10,
+          "autocannon CPU µs per request (median)": Math.round(
+            median(list.map((r) => r.loadGeneratorCpuUs)) * 10,
           ) / 10,
           "non-2xx": list.reduce((n, r) => n + r.non2xx, 0),
           errors: list.reduce((n, r) => n + r.errors, 0),
@@ -203,9 +316,29 @@ Deno.bench({
           median(hundred.map((r) => r.requestsPerSecond)) /
             median(byIncrby.map((r) => r.requestsPerSecond)) * 100,
         ) / 100,
+        "server + Redis CPU per request, INCRBY / count=100 (median of the rounds)": Math.round(
+          median(hundred.map((r, i) => byIncrby[i].serverCpuUs / r.serverCpuUs)) * 100,
+        ) / 100,
         rounds: ROUNDS,
         "seconds each": SECONDS,
+        connections: CONNECTIONS,
+        "CPUs, load generator / servers": PIN === undefined ? "shared" : PIN.join(" / "),
       });
+      const before = runs.get("ID service count=100, baseline");
+      if (before !== undefined) {
+        metric("service", "count=100 / the same of the code before (baseline)", {
+          "each round": hundred.map((r, i) =>
+            (r.requestsPerSecond / before[i].requestsPerSecond).toFixed(2)
+          ).join(" "),
+          "median of the rounds' ratios": Math.round(
+            median(hundred.map((r, i) => r.requestsPerSecond / before[i].requestsPerSecond)) *
+              100,
+          ) / 100,
+          "server + Redis CPU per request, baseline / now (median of the rounds)": Math.round(
+            median(hundred.map((r, i) => before[i].serverCpuUs / r.serverCpuUs)) * 100,
+          ) / 100,
+        });
+      }
       if (ONLY === "count100") return;
       const base = rps.get("bare Deno.serve hello-world")!;
       const one = rps.get("ID service count=1")!;
@@ -221,6 +354,10 @@ Deno.bench({
       service.child.kill("SIGTERM");
       await service.status;
     } finally {
+      if (baseline !== undefined) {
+        baseline.child.kill("SIGTERM");
+        await baseline.status;
+      }
       await hello.stop();
       await incr.stop();
       await incrby.stop();

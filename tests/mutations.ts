@@ -668,7 +668,7 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "service/token-length",
     what: "a token must match in length too",
     file: "src/service/auth.ts",
-    from: "let diff = token.length ^ t.length;",
+    from: "let diff = length ^ t.length;",
     to: "let diff = 0;",
     tests: [EVIDENCE, HTTP],
   },
@@ -677,8 +677,8 @@ export const MUTATIONS: readonly Mutation[] = [
     what: "the token compare walks every token over its whole length",
     file: "src/service/auth.ts",
     from:
-      "      let diff = token.length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t.charCodeAt(i) ^ (token.charCodeAt(i) | 0);",
-    to: "      const diff = token === t ? 0 : 1;",
+      "      let diff = length ^ t.length;\n      for (let i = 0; i < t.length; i++) diff |= t[i] ^ (charCodeAt(text, start + i) | 0);",
+    to: "      const diff = text.slice(start) === String.fromCharCode(...t) ? 0 : 1;",
     tests: [EVIDENCE, HTTP],
   },
   {

@@ -173,6 +173,14 @@ const MAX_BATCH = 10_000_000;
  */
 export const NUMBERS_WHILE_SAFE: unique symbol = Symbol("kvid.numbersWhileSafe");
 
+/**
+ * Internal (the ID service's, not part of the package's surface): `gen[TAKE_RUN](count)` hands
+ * out `count` IDs at once when the current segment holds them as exact numbers and no call
+ * waits, and returns the first (the rest follow it, consecutive), else -1 (then nextBatch()).
+ * The service answers such a request without a promise and prints a run, not an array.
+ */
+export const TAKE_RUN: unique symbol = Symbol("kvid.takeRun");
+
 // The classes with each mode's next(), set in KvIdImpl's static block (which can reach its
 // private names) and chosen by KvId at the end.
 let NumberKvId: new (name: string, options?: KvIdOptions) => KvIdImpl<number>;
@@ -334,6 +342,21 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   /** See NUMBERS_WHILE_SAFE. */
   [NUMBERS_WHILE_SAFE](): void {
     this.#numbersWhileSafe = this.#bigint;
+  }
+
+  /** See TAKE_RUN: what nextBatch(count) would take, when it can without waiting. */
+  [TAKE_RUN](count: number): number {
+    const b = this.#buf;
+    const first = b.firstNumber + b.used;
+    // As in #fill: a sum past the safe range rounds to 2^53 or more (`first + count - 1` could
+    // round 2^53 + 1 back down to the last safe integer).
+    if (
+      b.size - b.used < count || first + (count - 1) > Number.MAX_SAFE_INTEGER ||
+      (this.#queue !== undefined && !this.#queue.empty)
+    ) return -1;
+    b.used += count;
+    if (b.wantsNext) this.#prefetchSoon();
+    return first;
   }
 
   async close(): Promise<void> {

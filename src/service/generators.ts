@@ -6,7 +6,7 @@
  */
 
 import { DailyId } from "../daily/daily.ts";
-import { KvId, NUMBERS_WHILE_SAFE } from "../engine/kvid.ts";
+import { KvId, NUMBERS_WHILE_SAFE, TAKE_RUN } from "../engine/kvid.ts";
 import type { DurabilityReport, KvIdErrorSummary } from "../engine/kvid_options.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
@@ -131,6 +131,11 @@ export class Entry {
   readonly kind: Kind;
   readonly name: string;
   readonly gen: Generator;
+  /**
+   * `/v1/ids` only: take `count` buffered IDs now and return the first of the run, or -1 (then
+   * `gen.nextBatch()`); see TAKE_RUN. Undefined for `/v1/daily`.
+   */
+  readonly takeRun: ((count: number) => number) | undefined;
   readonly histogram: Histogram = new Histogram();
   /** IDs per second of this generator over the last 5 minutes (the chart of a scoped token). */
   readonly rates: RateRing = new RateRing(301);
@@ -178,7 +183,14 @@ export class Entry {
       });
     // Exact to 2^63-1, and numbers below 2^53: half the cost of a batch of bigints as text.
     if (this.gen instanceof KvId) {
-      (this.gen as unknown as { [NUMBERS_WHILE_SAFE](): void })[NUMBERS_WHILE_SAFE]();
+      const gen = this.gen as unknown as {
+        [NUMBERS_WHILE_SAFE](): void;
+        [TAKE_RUN](count: number): number;
+      };
+      gen[NUMBERS_WHILE_SAFE]();
+      this.takeRun = (count) => gen[TAKE_RUN](count);
+    } else {
+      this.takeRun = undefined;
     }
     this.gen.addEventListener("rollback", () => this.rollbacks++);
     this.gen.addEventListener("expiry", () => this.ttlRemovals++);

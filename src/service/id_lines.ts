@@ -38,3 +38,27 @@ export function idLines(ids: readonly (number | bigint | string)[]): string {
   }
   return body;
 }
+
+/**
+ * The IDs `first` to `first + count - 1` one a line, as {@linkcode idLines} prints them; `first`
+ * and the last a safe integer. A run needs no array and no per-ID checks.
+ */
+export function runLines(first: number, count: number): string {
+  const end = first + count;
+  let id = first;
+  let body = "";
+  for (; id < end && id < 1000; id++) body += `${id}\n`;
+  if (id === end) return body;
+  let high = Math.floor(id / 1000);
+  let low = id - high * 1000;
+  let prefix = String(high);
+  for (; id < end; id++) {
+    body += prefix;
+    body += LOW3[low];
+    if (++low === 1000) {
+      low = 0;
+      prefix = String(++high);
+    }
+  }
+  return body;
+}

@@ -10,7 +10,7 @@ import type { Codec } from "../codec/codec.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { inScope, type ScopeOf, unauthorized } from "./auth.ts";
 import type { Entry, Generators, Kind } from "./generators.ts";
-import { idLines } from "./id_lines.ts";
+import { idLines, runLines } from "./id_lines.ts";
 import { decodeName } from "./names.ts";
 import { errorResponse, unavailable, worthRetry } from "./respond.ts";
 
@@ -112,8 +112,9 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       }
     }
     let entry: Entry | undefined;
+    const now = Date.now();
     try {
-      entry = generators.get(kind, name, Date.now());
+      entry = generators.get(kind, name, now);
     } catch (err) {
       const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
       return errorResponse(400, "bad_name", `bad name: ${why}`);
@@ -127,6 +128,10 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       );
     }
     const e = entry;
+    // Buffered IDs that no call waits for (the usual case): answered now, no promise of our own
+    // (each promise and its microtask turn ~0.1-0.2 µs), the IDs as a run, not an array.
+    const first = e.takeRun === undefined ? -1 : e.takeRun(count);
+    if (first >= 0) return answerRun(req, e, first, count, now);
     e.pending++;
     const failed = (err: unknown) => {
       e.pending--;
@@ -136,23 +141,47 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     if (count === 1) {
       return e.gen.next().then((id) => {
         e.pending--;
-        return answer(req, e, [id]);
+        return answer(req, e, [id], Date.now());
       }, failed);
     }
     return e.gen.nextBatch(count).then((list) => {
       e.pending--;
-      return answer(req, e, list);
+      return answer(req, e, list, Date.now());
     }, failed);
   };
 
-  /** The answer of a request that got its IDs. */
-  function answer(req: Request, entry: Entry, list: (number | bigint | string)[]): Response {
-    const count = list.length;
+  /** The answer of the run of `count` IDs from `first`, taken at `now` (epoch ms). */
+  function answerRun(
+    req: Request,
+    entry: Entry,
+    first: number,
+    count: number,
+    now: number,
+  ): Response {
+    if (codecs !== undefined || wantsJson(req)) {
+      const list: number[] = new Array(count);
+      for (let i = 0; i < count; i++) list[i] = first + i;
+      return answer(req, entry, list, now);
+    }
+    counted(entry, count, now);
+    return textAnswer(runLines(first, count));
+  }
+
+  function counted(entry: Entry, count: number, now: number): void {
     entry.issued += count;
-    const done = Date.now();
-    entry.rates.add(count, done);
-    generators.rates.add(count, done);
-    const json = (req.headers.get("accept") ?? "").includes("application/json");
+    entry.rates.add(count, now);
+    generators.rates.add(count, now);
+  }
+
+  /** The answer of a request that got its IDs, at `done` (epoch ms). */
+  function answer(
+    req: Request,
+    entry: Entry,
+    list: (number | bigint | string)[],
+    done: number,
+  ): Response {
+    counted(entry, list.length, done);
+    const json = wantsJson(req);
     const name = entry.name;
     const codec = entry.kind === "ids" ? codecs?.get(name) : undefined;
     let encoded: string[] | undefined;
@@ -173,14 +202,28 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     } else {
       body = idLines(list);
     }
-    // A string body is `text/plain;charset=UTF-8` by the Fetch standard: only JSON sets its
-    // type. Headers set one by one (~0.6 µs each in Deno 2.9, a headers init several times
-    // more).
-    const res = new Response(body);
-    if (json) res.headers.set("content-type", JSON_TYPE);
-    res.headers.append("cache-control", "no-store"); // none yet: append skips the search
+    if (!json) return textAnswer(body);
+    const res = textAnswer(body);
+    res.headers.set("content-type", JSON_TYPE);
     return res;
   }
+}
+
+/** Whether the request asks for JSON (`Accept: application/json`). */
+function wantsJson(req: Request): boolean {
+  return (req.headers.get("accept") ?? "").includes("application/json");
+}
+
+/**
+ * A 200 with a string body, never cached. A string body is `text/plain;charset=UTF-8` by the
+ * Fetch standard: only JSON sets its type. Headers set one by one: ~0.3-0.6 µs each in Deno
+ * 2.9, a headers init (an object, an array of pairs or a `Headers` made once) ~3 µs, measured
+ * 2026-12-01 beside a hello-world.
+ */
+function textAnswer(body: string): Response {
+  const res = new Response(body);
+  res.headers.append("cache-control", "no-store"); // none yet: append skips the search
+  return res;
 }
 
 /** The count of a query that is `count=<1 to 6 digits>` and nothing else, else -1. */
