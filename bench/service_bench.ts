@@ -47,12 +47,7 @@
  */
 
 import autocannon from "autocannon";
-import {
-  type ServeProcess,
-  startProcess,
-  startServeProcess,
-  startServiceProcess,
-} from "../tests/service.ts";
+import { type ServeProcess, startServeProcess, startServiceProcess } from "../tests/service.ts";
 import { command } from "../tests/server.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
@@ -210,16 +205,10 @@ Deno.bench({
     let baseline: ServeProcess | undefined;
     try {
       // The code before, served the same way, when a checkout of it is given.
-      baseline = BASELINE === undefined ? undefined : await startProcess(Deno.execPath(), [
-        "serve",
-        "-A",
-        "--unstable-kv",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
+      baseline = BASELINE === undefined ? undefined : await startServeProcess(
+        { KVID_REDIS_URL: server.url, KVID_TOKENS: `${TOKEN}:*`, KVID_AUTH: "" },
         `${BASELINE}/src/service/mod.ts`,
-      ], { KVID_REDIS_URL: server.url, KVID_TOKENS: `${TOKEN}:*`, KVID_AUTH: "" });
+      );
       const auth = { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } };
       const name = `bench-${Date.now().toString(36)}`;
       type Scenario = [string, string, typeof auth | undefined, number];

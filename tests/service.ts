@@ -61,9 +61,13 @@ export interface ServeProcess extends AsyncDisposable {
 
 /**
  * Start `deno serve` on a free port with `env` (and nothing else of ours); resolves once it
- * listens, or rejects with its output when it exits first.
+ * listens, or rejects with its output when it exits first. `module`: what it serves (default
+ * this checkout's `src/service/mod.ts`; a bench serves an older checkout's beside it).
  */
-export function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+export function startServeProcess(
+  env: Record<string, string>,
+  module: string = new URL("../src/service/mod.ts", import.meta.url).pathname,
+): Promise<ServeProcess> {
   return startProcess(Deno.execPath(), [
     "serve",
     "-A",
@@ -72,7 +76,7 @@ export function startServeProcess(env: Record<string, string>): Promise<ServePro
     "127.0.0.1",
     "--port",
     "0",
-    new URL("../src/service/mod.ts", import.meta.url).pathname,
+    module,
   ], env);
 }
 
