@@ -503,6 +503,73 @@ function targets(json: JsonReport, metrics: Metric[]): string[] {
         } ms)` + (off ? `; prefetch off: ${off.stalls}` : ""),
     on && on.stalls === 0,
   );
+
+  // At deploy time (issue 27's table): bench/deploy_bench.ts, service_handler_bench.ts and
+  // service_bench.ts, each ratio from one run.
+  const deploy = (name: RegExp) => metricOf("deploy", name);
+  const clean = deploy(/^density, .* close\(\)/);
+  const killed = deploy(/^density, .* SIGKILL/);
+  row(
+    "Deploy: density (IDs handed out / the counter's rise) of 4 processes restarted in turn " +
+      "with `close()`, default options: >= 0.95",
+    clean &&
+      `**${fmt(x(clean, "density"))}** (${fmt(x(clean, "restarts"))} restarts, ${
+          fmt(x(clean, "commands per restart"))
+        } server commands each)` +
+        (killed ? `; with SIGKILL ${fmt(x(killed, "density"))} (bounded, not a target)` : ""),
+    clean && x(clean, "density") >= 0.95,
+  );
+  const cold = deploy(/^cold start: new KvId\(\)\.next\(\)$/);
+  const warm = deploy(/^cold start: new KvId\(\)\.next\(\) right after/);
+  const firstOfClient = deploy(/^cold start: new client$/);
+  row(
+    "Deploy: cold start, `new KvId()` to its first ID: <= 1.3x one raw `HINCRBY` on the same " +
+      "client",
+    cold &&
+      `**${fmt(x(cold, "x raw HINCRBY"))}x** (median ${fmt(x(cold, "median µs"))} µs)` +
+        (warm
+          ? `; right after another generator's first ID ${fmt(x(warm, "x raw HINCRBY"))}x`
+          : "") +
+        (firstOfClient ? `; a client's first ${fmt(x(firstOfClient, "x raw HINCRBY"))}x` : ""),
+    cold && x(cold, "x raw HINCRBY") <= 1.3,
+  );
+  const ramp = deploy(/^ramp-up/);
+  row(
+    "Deploy: ramp-up of 10,000 new names: at most one waiting call per name after the first " +
+      "second, reservations per name bounded (here: at most 4; 6 before issue 27)",
+    ramp &&
+      `${fmt(x(ramp, "reservations"))} reservations (at most ${
+        fmt(x(ramp, "most per name"))
+      } per name), ${fmt(x(ramp, "waited after 1 s"))} calls waited after the first second`,
+    ramp && x(ramp, "waited after 1 s") <= 10_000 && x(ramp, "most per name") <= 4,
+  );
+  const handler = metrics.filter((m) => m.suite === "service handler");
+  const worst = (count: string) => {
+    const qs = handler.filter((m) => m.name.endsWith(`count=${count}`)).flatMap((m) =>
+      ["p10", "p25", "p50"].map((q) => x(m.values, `${q} / hello-world`))
+    );
+    return qs.length === 0 ? undefined : qs.reduce((a, b) => Math.max(a, b), 0);
+  };
+  const one = worst("1");
+  const hundred = worst("100");
+  row(
+    "Service: the handler in process vs a hello-world `new Response()`: count=1 <= 1.5x, " +
+      "count=100 <= 2x (the worst of p10, p25, p50 over the stores)",
+    one !== undefined && hundred !== undefined
+      ? `count=1 **${fmt(one)}x**, count=100 **${fmt(hundred)}x**`
+      : undefined,
+    one !== undefined && hundred !== undefined && one <= 1.5 && hundred <= 2,
+  );
+  const http = metricOf("service", /^count=100 \/ INCRBY 100 per request/);
+  row(
+    "Service over HTTP: count=100 never slower than one `INCRBY` of 100 per request (the median " +
+      "of the rounds' ratios >= 1)",
+    http &&
+      `median of the rounds' ratios **${fmt(x(http, "median of the rounds' ratios"))}** (rounds: ${
+        http["each round"]
+      }; ${http.rounds} rounds of ${http["seconds each"]} s, ${http.connections} connections)`,
+    http && x(http, "median of the rounds' ratios") >= 1,
+  );
   return rows;
 }
 
