@@ -119,7 +119,12 @@ Deno.test({
     await using server = await startServer();
     await using client = await openClient("node-redis", server.url);
     const timeline = new Timeline(client.redis);
-    const gens = Array.from({ length: 20 }, (_, i) => new KvId(`n${i}`, { redis: timeline }));
+    // No prefetch: a generator served early could send its next reservation before the last
+    // one is served, and those are not what is counted here.
+    const gens = Array.from(
+      { length: 20 },
+      (_, i) => new KvId(`n${i}`, { redis: timeline, prefetchAt: 0 }),
+    );
     try {
       assert.deepEqual(await Promise.all(gens.map((g) => g.next())), gens.map(() => 1));
       const sent = timeline.events.filter((e) => e.startsWith(">"));
