@@ -20,6 +20,7 @@
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { startServer } from "../tests/server.ts";
+import { importDriver } from "../src/stores/drivers.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);
 const KV_FILE = ".kvid/demo.sqlite3";
@@ -36,11 +37,10 @@ if (server) {
   );
 }
 
-// Not a literal specifier, so that Deno fetches node-redis only when the demo uses it.
-const nodeRedis = "redis";
+// Loaded by name, so that Deno fetches node-redis only when the demo uses it.
 const client = server
-  ? await (await import(nodeRedis) as typeof import("redis")).createClient({ url: server.url })
-    .connect()
+  ? await (await importDriver<typeof import("redis")>("redis", "KVID_REDIS_URL"))
+    .createClient({ url: server.url }).connect()
   : undefined;
 try {
   const name = `demo-${Date.now()}`;

@@ -19,6 +19,9 @@
  */
 
 const root = new URL("../", import.meta.url);
+// The runtime's config (imports and lock without the development tools): a build from a fresh
+// clone fetches only what the bundles contain.
+const runConfig = new URL("deno.run.json", root).pathname;
 const dist = new URL("dist/", root);
 const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
   name: string;
@@ -31,6 +34,8 @@ async function bundle(entry: string, out: string): Promise<void> {
   const { code } = await new Deno.Command(Deno.execPath(), {
     args: [
       "bundle",
+      "--config",
+      runConfig,
       "--quiet",
       "--platform=browser",
       "--format=esm",
@@ -101,7 +106,7 @@ function sourceFor(spec: string, sources: string[]): string {
 /** The names a module exports, as `deno doc` lists them. */
 async function exportsOf(entry: string): Promise<Set<string>> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["doc", "--json", entry],
+    args: ["doc", "--config", runConfig, "--json", entry],
     cwd: root,
     stdout: "piped",
   }).output();

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { importDriver } from "../drivers.ts";
 import type { StoreOpener } from "../store_opener.ts";
 
 /** How a MySQL or MariaDB URL opens: a `mysql2` pool reading big integers as strings. */
@@ -14,7 +15,11 @@ export const MYSQL_URL: StoreOpener<"mysql"> = {
   also: { counters: true },
   async open(url, { timeout }) {
     const [{ default: mysql }, { MySqlStore }] = await Promise.all([
-      import("mysql2/promise"),
+      importDriver<{ default: typeof import("mysql2/promise") }>(
+        "mysql2",
+        "a mysql:// URL",
+        "/promise",
+      ),
       import("./mysql_store.ts"),
     ]);
     // Integers as strings: a BIGINT above 2^53 is read exactly.

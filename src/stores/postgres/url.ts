@@ -5,6 +5,7 @@
  * @module
  */
 
+import { importDriver } from "../drivers.ts";
 import type { StoreOpener } from "../store_opener.ts";
 
 /** How a PostgreSQL URL opens: a `pg.Pool` on it, and the store on the pool. */
@@ -14,7 +15,7 @@ export const POSTGRES_URL: StoreOpener<"postgres"> = {
   also: { counters: true },
   async open(url, { timeout }) {
     const [{ default: pg }, { PostgresStore }] = await Promise.all([
-      import("pg"),
+      importDriver<typeof import("pg")>("pg", "a postgres:// URL"),
       import("./postgres_store.ts"),
     ]);
     const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: timeout });
