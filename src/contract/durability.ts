@@ -55,12 +55,15 @@ export function checkDurabilityOptions(
 /**
  * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
  * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
+ * `optOut` is the knob of the caller's own words that accepts the loss (the library's option,
+ * the service's `KVID_DURABILITY=best-effort`, the CLI's `--durability best-effort`).
  */
 export function durabilityRefusal(
   d: StoreDurability,
   mode: DurabilityMode,
   key: string,
   field: string,
+  optOut = `durability: "best-effort"`,
 ): KvIdError | undefined {
   if (d.problems.length === 0) return undefined;
   if (d.lossWithoutCrash === true) {
@@ -77,7 +80,7 @@ export function durabilityRefusal(
     "config",
     `the store can lose reservations, so IDs could be issued twice: ${
       d.problems.join("; ")
-    }. Fix the server, or accept the loss with durability: "best-effort"`,
+    }. Fix the server, or accept the loss with ${optOut}`,
     { key, field },
   );
 }
