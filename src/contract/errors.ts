@@ -75,6 +75,8 @@ export type KvIdErrorCode =
  *   integer (Redis: not an integer; Deno KV: not a `Deno.KvU64`).
  * - `"unexpected-range"`: a `"reply"` error: a member of interleaved servers replied a range of
  *   cycles other than the one asked for.
+ * - `"not-durable"`: a `"config"` error: the store can lose reservations (no AOF, eviction),
+ *   refused under `durability: "strict"`; the message lists the problems and the fix.
  *
  * @example
  * ```ts
@@ -92,7 +94,8 @@ export type KvIdErrorReason =
   | "auth"
   | "not-a-hash"
   | "not-a-counter"
-  | "unexpected-range";
+  | "unexpected-range"
+  | "not-durable";
 
 /**
  * Options of {@linkcode KvIdError}.

@@ -179,7 +179,22 @@ type NodeRedisClient = {
   ping(): Promise<unknown>;
   destroy(): void;
   on(event: string, listener: (err?: unknown) => void): unknown;
+  off(event: string, listener: (err?: unknown) => void): unknown;
 };
+
+/** Resolves when `c` is connected, or after `ms` (whichever first): the probe then judges it. */
+function connectedWithin(c: NodeRedisClient, ms: number): Promise<void> {
+  if (c.isReady) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      c.off("ready", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    c.on("ready", done);
+  });
+}
 
 // node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
 // it (re)connects; the generators' timeout bounds how long a request waits for them.
@@ -222,6 +237,8 @@ function connectNodeRedis(url: string, timeout: number) {
     source,
     ping: async () => {
       const c = await open();
+      // The first probe comes as the client connects: it waits for that, within the probe's time.
+      await connectedWithin(c, 800);
       // The client's last error says why (a refused password is a reply error, which the
       // readiness probe reports as a configuration error, not as a store that does not answer).
       if (!c.isReady) throw lastError ?? new Error("not connected");

@@ -6,6 +6,7 @@
  */
 
 import type { GeneratorSnapshot } from "./generators.ts";
+import type { Readiness } from "./readiness.ts";
 
 /** The page's Content-Security-Policy: nothing but inline styles and a form posting home. */
 export const PAGE_CSP =
@@ -150,7 +151,7 @@ export function statusPage(
   series: number[],
   info: {
     store: string;
-    ready: { state: "up" | "down" } | { state: "config"; why: string };
+    ready: Readiness;
     nowMs: number;
     base?: string;
   },
@@ -171,9 +172,11 @@ export function statusPage(
     }">${
       info.ready.state === "up"
         ? "answering"
-        : info.ready.state === "config"
-        ? escapeHtml(info.ready.why.slice(0, 600))
-        : "not answering"
+        : info.ready.state === "starting"
+        ? "connecting"
+        : info.ready.state === "down"
+        ? "not answering"
+        : escapeHtml(info.ready.why.slice(0, 600))
     }</span>. Durability: ${durabilityLine(rows)}. ${rows.length} live generator${
       rows.length === 1 ? "" : "s"
     }. Refreshes every 5 s.
