@@ -163,18 +163,25 @@ export class KvIdError extends Error {
   constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions = {}) {
     const key = options.key ?? "";
     const field = options.field ?? "";
-    super(
-      key === "" && field === ""
-        ? message
-        : `${message} (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`,
-      { cause: options.cause },
-    );
+    super(message + counterLabel(key, field), { cause: options.cause });
     this.name = "KvIdError";
     this.code = code;
     this.key = key;
     this.field = field;
     this.reason = options.reason ?? "";
   }
+}
+
+/**
+ * What an error says, without the counter a {@linkcode KvIdError} appends (its cause's reason,
+ * for a message that names the counter once), and only its first line.
+ */
+export function reasonOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const line = text.split("\n")[0];
+  if (!(err instanceof KvIdError) || (err.key === "" && err.field === "")) return line;
+  const suffix = counterLabel(err.key, err.field);
+  return line.endsWith(suffix) ? line.slice(0, -suffix.length) : line;
 }
 
 /**
@@ -185,6 +192,14 @@ export class KvIdError extends Error {
 export function isTransient(code: KvIdErrorCode): boolean {
   return code === "connection" || code === "timeout" || code === "conflict" ||
     code === "unavailable";
+}
+
+/** What a message appends: the counter, or its hash alone when no counter is concerned. */
+function counterLabel(key: string, field: string): string {
+  if (key === "" && field === "") return "";
+  return field === ""
+    ? ` (hash ${JSON.stringify(key)})`
+    : ` (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`;
 }
 
 function fieldLabel(field: string): string {
