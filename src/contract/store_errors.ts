@@ -44,6 +44,15 @@ const TRANSIENT_STATE =
 const UNUSABLE_ADDRESS =
   /\bENOTFOUND\b|Name or service not known|No address associated with hostname|Invalid protocol|Invalid URL/i;
 
+/**
+ * Whether a client's failure to connect is permanent: a host that does not resolve, a scheme the
+ * client refuses, a URL that does not parse. Waiting cannot fix it: a `"config"` error at once.
+ */
+export function unusableAddress(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "ENOTFOUND" ||
+    UNUSABLE_ADDRESS.test(errorMessage(err));
+}
+
 /** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
 export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
   if (err instanceof KvIdError) return err;
@@ -52,9 +61,7 @@ export function toKvIdError(err: unknown, key: string, field: string): KvIdError
   if (!isReplyError(err)) {
     // An address that names no host, or a URL of a scheme the client does not speak: waiting
     // cannot fix either, so said at once.
-    if (
-      (err as { code?: unknown } | null)?.code === "ENOTFOUND" || UNUSABLE_ADDRESS.test(message)
-    ) {
+    if (unusableAddress(err)) {
       return new KvIdError("config", `the store's address is not usable: ${message}`, where);
     }
     return new KvIdError("connection", `the store could not be reached: ${message}`, where);

@@ -6,7 +6,7 @@
 // Usage: node entries_smoke.mjs   (run by .ci/runtimes where @kvid/core is installed)
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "@kvid/core";
-import { InterleavedStore, stepField } from "@kvid/core/store";
+import { InterleavedStore, openStore, stepField } from "@kvid/core/store";
 import { HttpStore } from "@kvid/core/client";
 import { base62, decimal, withCodec } from "@kvid/core/codec";
 import { PostgresStore } from "@kvid/core/postgres";
@@ -35,6 +35,8 @@ assert.equal(stepField("order"), "\0step:order");
   await ids.close();
   // Refused at once: no member.
   assert.throws(() => new InterleavedStore([]), RangeError);
+  // The URL rules of the service and the CLI; a scheme they do not know refused at once.
+  assert.throws(() => openStore("ftp://db"), (err) => err instanceof KvIdError);
 }
 
 // @kvid/core/client: HttpStore, on a fetch that answers as the service's /v1/segments does.
