@@ -205,8 +205,13 @@ export function serveFromEnv(
   const late: { listener?: Listener } = {};
   let service: IdService;
   try {
+    // The address it listens on, named so (not a wildcard nor loopback), is a host of its own.
+    const own = /^(0\.0\.0\.0|::|\[::\])$/.test(where.hostname) || where.hostname.includes(":")
+      ? []
+      : [where.hostname.toLowerCase()];
     service = createHandler({
       ...config.options,
+      allowedHosts: [...(config.options.allowedHosts ?? []), ...own],
       log,
       metrics: () => late.listener?.metrics() ?? [],
     });
