@@ -60,6 +60,8 @@
  * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
  * | `KVID_FORMATS`        | public forms by name (`@kvid/core/codec`): `order=decimal:12:encrypted,share=base62:7:encrypted`           |
  * | `KVID_ID_KEY`         | the key(s) of the `encrypted` forms, hex (`<hex>`, or `2:<hex>,1:<hex>`); never logged                     |
+ * | `KVID_ALLOWED_HOSTS`  | host names the unauthenticated mode answers beside loopback ones (DNS rebinding: docs/security.md)        |
+ * | `KVID_AUTH_FAILURES_PER_MINUTE` | 401s one address may have a minute before it is answered 429; default 10, `0` no limit          |
  *
  * | endpoint                                   | answer                                                                                       |
  * | ------------------------------------------ | -------------------------------------------------------------------------------------------- |
@@ -77,12 +79,16 @@
  * | `GET /`                                    | the status page (below)                                                                      |
  *
  * Errors are `{"error": {"code", "message"}}` with a status: 400 `bad_name` (the rules of `KvId`:
- * non-empty, well-formed Unicode, at most 4,096 UTF-8 bytes, one path segment, percent-encoded UTF-8,
- * not `.` or `..`; Deno KV keys stop at 2 KiB) or `bad_count`; 401 `unauthorized` with
+ * non-empty, well-formed Unicode, at most 4,096 UTF-8 bytes, no control character and no NUL first,
+ * one path segment, percent-encoded UTF-8, not `.` or `..`; Deno KV keys stop at 2 KiB) or
+ * `bad_count`; 400 `bad_request` for a `Host` that is not `host[:port]`; 401 `unauthorized` with
  * `WWW-Authenticate: Bearer`; 403 `forbidden` (a name outside the token's names); 404; 405 with
  * `Allow`; 414 `request_too_large` (a URL over 16 KiB) and 413 (a body over 64 KiB; ID requests
  * never read their body); 429 `too_many_generators` (a generator unused for a minute is closed to
- * make room first; its unused IDs are skipped); 503 `unavailable` with `Retry-After` when no ID is
+ * make room first; its unused IDs are skipped); 429 `too_many_failures` with `Retry-After` for an
+ * address past 10 failed authentications a minute; without tokens (`KVID_AUTH=none`), 403 for a
+ * request of another origin or host, 405 for a GET and 415 for a type other than JSON of IDs and
+ * counter changes (docs/security.md, "The unauthenticated mode"); 503 `unavailable` with `Retry-After` when no ID is
  * buffered and the store fails or hangs for the timeout (and `shutting_down` while stopping); 500
  * `store_config` when the store refuses the service's configuration (a wrong password, a user
  * without the permissions, a command renamed away: waiting does not fix it); 500 `internal`
