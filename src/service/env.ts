@@ -39,7 +39,7 @@ export interface EnvConfig {
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
  *   `KVID_DURABILITY`, `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`,
  *   `timeout`, `durability`, `basePath` of {@linkcode createHandler}.
- * - `KVID_ALLOWED_HOSTS` (`ids.internal,10.0.0.5`), `KVID_AUTH_FAILURES_PER_MINUTE`: the options
+ * - `KVID_ALLOWED_HOSTS` (`ids.internal,10.0.0.5`), `KVID_AUTH_LIMIT`: the options
  *   `allowedHosts` and `authFailuresPerMinute`.
  * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
  *   {"digits": 8}}`.
@@ -97,9 +97,9 @@ export function optionsFromEnv(
     basePath: get("KVID_BASE_PATH") || undefined,
     names: namesFromEnv(get("KVID_NAMES")),
     allowedHosts: get("KVID_ALLOWED_HOSTS")?.split(",").map((h) => h.trim()).filter((h) => h),
-    authFailuresPerMinute: get("KVID_AUTH_FAILURES_PER_MINUTE") === "0"
+    authFailuresPerMinute: get("KVID_AUTH_LIMIT") === "0"
       ? 0
-      : int("KVID_AUTH_FAILURES_PER_MINUTE"),
+      : int("KVID_AUTH_LIMIT"),
   };
   const forms = get("KVID_FORMATS");
   if (forms) {

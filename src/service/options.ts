@@ -172,7 +172,7 @@ export interface ServiceOptions {
   /**
    * Failed authentications (401 answers) a peer address may have within a minute before it is
    * answered 429 with `Retry-After` until the minute is over (env
-   * `KVID_AUTH_FAILURES_PER_MINUTE`); 0: no limit. Needs the peer: `Deno.serve`'s and
+   * `KVID_AUTH_LIMIT`); 0: no limit. Needs the peer: `Deno.serve`'s and
    * `@kvid/core/serve`'s handler info. Behind a proxy every client is the proxy's address.
    * @default {10}
    */
