@@ -97,9 +97,7 @@ export function optionsFromEnv(
     basePath: get("KVID_BASE_PATH") || undefined,
     names: namesFromEnv(get("KVID_NAMES")),
     allowedHosts: get("KVID_ALLOWED_HOSTS")?.split(",").map((h) => h.trim()).filter((h) => h),
-    authFailuresPerMinute: get("KVID_AUTH_LIMIT") === "0"
-      ? 0
-      : int("KVID_AUTH_LIMIT"),
+    authFailuresPerMinute: get("KVID_AUTH_LIMIT") === "0" ? 0 : int("KVID_AUTH_LIMIT"),
   };
   const forms = get("KVID_FORMATS");
   if (forms) {
