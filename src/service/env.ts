@@ -56,7 +56,7 @@ export interface EnvConfig {
  * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
  * const config = optionsFromEnv((name) => env.get(name));
  * await using service = createHandler({ ...config.options, log: () => {} });
- * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket"));
+ * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket", { method: "POST" }));
  * assert.match(await res.text(), /^\d{8}000001\n$/);
  * await service.close();
  * await config.close();
