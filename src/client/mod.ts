@@ -30,6 +30,7 @@
 export { HttpStore, type HttpStoreOptions } from "./http_store.ts";
 export type {
   IdsResponse,
+  ReleaseRequest,
   ReleaseResponse,
   SegmentRange,
   SegmentRequest,

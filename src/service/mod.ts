@@ -47,7 +47,7 @@
  *
  * | variable              | meaning                                                                                                    |
  * | --------------------- | ---------------------------------------------------------------------------------------------------------- |
- * | `KVID_TOKENS`         | `<token>:<names>,...`, names `*` or `a\|b\|c`; tokens: 16+ printable ASCII characters. Required, unless... |
+ * | `KVID_TOKENS`         | `<token>:<names>,...`, names `*` or `a\|b\|c` (`admin=*`, `admin=a\|b`: administrative, see docs/security.md); tokens: 16+ printable ASCII characters. Required, unless... |
  * | `KVID_AUTH=none`      | ...this is set: the service runs open, and says so loudly in its log                                       |
  * | `KVID_STORE_URL`      | the store, by scheme: `redis://[user:password@]host:port[/db]`, `rediss://`, `postgres://`, `mysql://`     |
  * | `KVID_REDIS_URL`      | the same for a Redis URL (before `KVID_STORE_URL`); neither set: Deno KV                                  |
@@ -70,9 +70,9 @@
  * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
  * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 saying whether the store does not answer, refuses the configuration, or can lose reservations (no token) |
  * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
- * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000); 64 at once at most (503 `unavailable` past it) |
- * | `POST /v1/segments/{name}/release`         | `{"first", "last"}`: give back the unused tail if nobody reserved since: `{"released": true}` |
- * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`)                        |
+ * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false, "receipt"}`, exact decimal strings; `count` at most `maxSegment` (1,000,000); a raise (`floor`, `raiseTo`) past the counter plus `maxSegment` only with an administrative token (else 403); 64 at once at most (503 `unavailable` past it) |
+ * | `POST /v1/segments/{name}/release`         | `{"first", "last", "receipts"}`: give back the unused top of this token's segments, shown by their receipts, if nobody reserved since: `{"released": true}`; else 409 `release_refused` saying why |
+ * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`); above `maxSegment` only with an administrative token |
  * | `GET /openapi.json`                        | the OpenAPI 3.1 document of all of these (no token)                                          |
  * | `GET /`                                    | the status page (below)                                                                      |
  *
@@ -85,7 +85,8 @@
  * make room first; its unused IDs are skipped); 503 `unavailable` with `Retry-After` when no ID is
  * buffered and the store fails or hangs for the timeout (and `shutting_down` while stopping); 500
  * `store_config` when the store refuses the service's configuration (a wrong password, a user
- * without the permissions, a command renamed away: waiting does not fix it); 500 `internal`
+ * without the permissions, a command renamed away: waiting does not fix it); 409 `overflow` (a
+ * counter at 2^63-1) or `domain` (past the largest ID of the name's public form); 500 `internal`
  * otherwise, logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
  * SIGTERM (or SIGINT) the service turns new requests away with 503, answers those in flight, closes
  * its generators and its client, and exits 0.
@@ -202,7 +203,7 @@
 
 import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
-import { scopeOf, Sessions } from "./auth.ts";
+import { holderOf, scopeOf, Sessions } from "./auth.ts";
 import { serviceConfig } from "./config.ts";
 // env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
@@ -304,7 +305,7 @@ export function createHandler(options: ServiceOptions): IdService {
     timeout,
     maxSegment: config.maxSegment,
     log,
-    scopeOf: scope,
+    holderOf: holderOf(config.auth),
   });
   const ready = readiness({ store, durability, probe: config.ready, generators });
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
