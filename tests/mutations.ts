@@ -477,7 +477,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/blocked-loop-not-outage",
     what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (!entry.extended && late > LOOP_LAG_MS) {",
     to: "if (false) {",
     tests: ["tests/faults/blocked_loop_test.ts"],
@@ -485,7 +485,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-unref",
     what: "the deadline timer kept between deadlines holds no process open",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "        timer.unref();",
     to: "",
     tests: ["tests/deadline_timer_test.ts"],
@@ -493,7 +493,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-kept",
     what: "while a generator is open, deadlines in a row share one setTimeout",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (holders > 0 && canUnref(timer)) {",
     to: "if (false) {",
     tests: ["tests/deadline_timer_test.ts"],

@@ -13,7 +13,7 @@ import { DAILY_ID_DEFAULTS, type DailyIdFormat, type DailyIdOptions } from "./da
 import { KvId } from "../engine/kvid.ts";
 import type { KvIdOptions } from "../engine/kvid_options.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
-import { checkStoreSource } from "../contract/store_source.ts";
+import { checkStoreSource } from "../runtime/store_source.ts";
 import type { Store } from "../contract/store.ts";
 import { checkCounterName, checkInteger, describe } from "../contract/validate.ts";
 

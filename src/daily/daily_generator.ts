@@ -27,7 +27,7 @@ import type {
 import { KvIdError } from "../contract/errors.ts";
 import { KvId } from "../engine/kvid.ts";
 import type { KvIdOptions, RollbackDetail } from "../engine/kvid_options.ts";
-import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../runtime/shutdown.ts";
 import { checkInteger, describe } from "../contract/validate.ts";
 
 const MAX_BATCH = 10_000_000;

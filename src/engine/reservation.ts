@@ -7,9 +7,9 @@
  */
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { type DurabilityOptions, MAX_ID, type Reservation, type Store } from "../contract/store.ts";
-import { storeFromSource } from "../contract/store_source.ts";
+import { storeFromSource } from "../runtime/store_source.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { describe } from "../contract/validate.ts";
 import { DurabilityGate } from "./durability_gate.ts";

@@ -9,7 +9,7 @@ import type { RedisSource } from "../contract/redis_client.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { checkDurabilityOptions } from "../contract/durability.ts";
-import { checkStoreSource } from "../contract/store_source.ts";
+import { checkStoreSource } from "../runtime/store_source.ts";
 import {
   checkCounterName,
   checkInteger,

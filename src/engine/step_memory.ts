@@ -6,7 +6,7 @@
  */
 
 import type { Store } from "../contract/store.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import type { StepSizer } from "./step.ts";
 import type { KvIdSettings } from "./settings.ts";
 

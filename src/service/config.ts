@@ -8,7 +8,7 @@
  */
 
 import type { Codec } from "../codec/codec.ts";
-import { checkStoreSource, storeFromSource } from "../contract/store_source.ts";
+import { checkStoreSource, storeFromSource } from "../runtime/store_source.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { DailyId } from "../daily/daily.ts";

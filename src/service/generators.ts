@@ -10,7 +10,7 @@ import { KvId, NUMBERS_WHILE_SAFE, TAKE_RUN } from "../engine/kvid.ts";
 import type { DurabilityReport, KvIdErrorSummary } from "../engine/kvid_options.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
-import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { deadlineTimer } from "../runtime/deadline_timer.ts";
 import { inScope, type Scope } from "./auth.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
