@@ -7,7 +7,7 @@
  * @module
  */
 
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "./calendar.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../contract/calendar_bounds.ts";
 import type { Day, ZonedDays } from "./calendar.ts";
 import type { Codec } from "../codec/codec.ts";
 import { dailyForm, dayForm } from "../codec/daily.ts";
