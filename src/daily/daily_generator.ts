@@ -14,7 +14,6 @@ import { dailyForm, dayForm } from "../codec/daily.ts";
 import { dailyConfig } from "./daily_config.ts";
 import { DayCleaner } from "./day_cleanup.ts";
 import { DaySwitch } from "./day_switch.ts";
-import type { DailyId } from "./daily.ts";
 import { MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "./keep_days.ts";
 import type {
   DailyCleanupDetail,
@@ -34,9 +33,11 @@ const MAX_BATCH = 10_000_000;
 /** Beyond `timeout`, how long the event loop may stall and a waiting call still be rechecked. */
 const RECHECK_SLACK_MS = 60_000;
 
-/** The generator behind {@linkcode DailyId}; see that interface. */
-export class DailyIdImpl<T extends number | bigint | string> extends EventTarget
-  implements DailyId<T> {
+/**
+ * The generator behind `DailyId`; see that interface (`daily.ts`, which checks this class
+ * against it: an `implements` clause here would make the two files import each other).
+ */
+export class DailyIdImpl<T extends number | bigint | string> extends EventTarget {
   readonly name: string;
   readonly key: string;
   readonly digits: number;
