@@ -323,8 +323,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "failfast/default-on",
     what: "failFast is on by default",
     file: "src/engine/defaults.ts",
-    from: "  failFast: true,",
-    to: "  failFast: false,",
+    from: "  failFast: { default: true },",
+    to: "  failFast: { default: false },",
     tests: [OUTAGE, DOWN],
   },
   {

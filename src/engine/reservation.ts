@@ -133,7 +133,7 @@ export class Reserver {
     const s = this.#s;
     // The calls waiting now, after first use: those that came during it count too.
     const demand = this.#waiting[DEMAND];
-    const count = Math.min(Math.max(this.sizer.step, demand), s.maxStep);
+    const count = this.sizer.count(demand);
     const floor = this.#buf.high;
     const startedAt = performance.now();
     try {
