@@ -50,8 +50,7 @@ export function parseTokens(spec: string): Map<string, Scope> {
 export class TokenAuth {
   // Each token's characters as numbers, so the compare reads one string, not two: where
   // node-redis 5 is loaded (`class VerbatimString extends String`), V8 stops inlining
-  // `String.prototype.charCodeAt` and each call costs ~13 ns (28 characters: ~0.37 µs against
-  // ~0.1 µs), measured 2026-12-01 in Deno 2.9.6.
+  // `String.prototype.charCodeAt`, and each call costs several times an inlined one (Deno 2.9.6).
   readonly #tokens: { codes: Uint16Array; scope: Scope }[];
 
   constructor(tokens: Map<string, Scope>) {
@@ -86,8 +85,8 @@ export class TokenAuth {
   fromRequest(req: Request): Scope | undefined {
     const header = req.headers.get("authorization");
     if (header === null || header.length > MAX_TOKEN_BYTES + 16) return undefined;
-    // The usual form, `Bearer <token>` with one space, is compared in place (the regex cost
-    // ~0.15 µs more). A match there is BEARER's match too: a configured token has no
+    // The usual form, `Bearer <token>` with one space, is compared in place (cheaper than the
+    // regex). A match there is BEARER's match too: a configured token has no
     // whitespace (parseTokens). Any other header, and a token that matches none, is read by
     // BEARER, whose answer it is.
     if (header.startsWith("Bearer ")) {
@@ -105,8 +104,8 @@ const CHAR_CODE_AT = String.prototype.charCodeAt;
  * `text.charCodeAt(i)`, for a string through the builtin itself: V8 inlines a call of that
  * constant but not the method looked up on the string, once a subclass of `String` exists that
  * was never instantiated (node-redis 5's `VerbatimString`): then each lookup and call costs
- * ~13 ns, ~0.5 µs of a request for a 28-character token (0.07x-0.09x of a hello-world per
- * request in process, interleaved with the method's form, 2026-12-01). Anything else
+ * several times an inlined one, a visible share of a request for a typical token
+ * (bench/service_handler_bench.ts). Anything else
  * string-like (a test's counting probe) through its own method.
  */
 function charCodeAt(text: string, i: number): number {
