@@ -266,9 +266,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/demand-sizes-reservation",
     what: "callers waiting size a reservation up to maxStep",
-    file: reservation,
-    from: "Math.min(Math.max(this.sizer.step, demand), s.maxStep)",
-    to: "Math.min(this.sizer.step, s.maxStep)",
+    file: "src/engine/step.ts",
+    from: "return Math.min(Math.max(this.step, demand), this.#max);",
+    to: "return Math.min(this.step, this.#max);",
     tests: [ENGINE, KVID],
   },
   {
