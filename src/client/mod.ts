@@ -29,6 +29,7 @@
 export { HttpStore, type HttpStoreOptions } from "./http_store.ts";
 export type {
   IdsResponse,
+  ReleaseRequest,
   ReleaseResponse,
   SegmentRange,
   SegmentRequest,

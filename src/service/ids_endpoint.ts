@@ -70,6 +70,17 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       });
     }
     logFailure(err, entry);
+    if (err instanceof KvIdError && err.code === "overflow") {
+      return errorResponse(409, "overflow", "the counter would pass 2^63-1");
+    }
+    if (err instanceof KvIdError && err.code === "domain") {
+      // A counter past its public form's domain: every later ID is past it too.
+      return errorResponse(
+        409,
+        "domain",
+        "the counter is past the largest ID this name's public form (KVID_FORMATS) encodes",
+      );
+    }
     return errorResponse(500, "internal", "the ID could not be made; see the service log");
   }
 
@@ -190,7 +201,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       encoded = codec &&
         list.map((id) => codec.encode(typeof id === "number" ? BigInt(id) : id as bigint));
     } catch (err) {
-      return failure(err, entry); // a counter past its form's domain: logged, 500
+      return failure(err, entry); // a counter past its form's domain: 409 "domain"
     }
     let body = "";
     if (json) {

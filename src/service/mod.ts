@@ -33,7 +33,7 @@
 
 import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
-import { scopeOf, Sessions } from "./auth.ts";
+import { holderOf, scopeOf, Sessions } from "./auth.ts";
 import { serviceConfig } from "./config.ts";
 // env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
@@ -135,7 +135,7 @@ export function createHandler(options: ServiceOptions): IdService {
     timeout,
     maxSegment: config.maxSegment,
     log,
-    scopeOf: scope,
+    holderOf: holderOf(config.auth),
   });
   const ready = readiness({ store, durability, probe: config.ready, generators });
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
