@@ -37,6 +37,7 @@ const SETUP = "tests/faults/setup_test.ts";
 const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
+const GUARANTEE = "tests/service_guarantee_test.ts";
 const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
 const INTERLEAVED_ANY = [
   "tests/interleaved_members_test.ts",
@@ -266,9 +267,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/demand-sizes-reservation",
     what: "callers waiting size a reservation up to maxStep",
-    file: reservation,
-    from: "Math.min(Math.max(this.sizer.step, demand), s.maxStep)",
-    to: "Math.min(this.sizer.step, s.maxStep)",
+    file: "src/engine/step.ts",
+    from: "return Math.min(Math.max(this.step, demand), this.#max);",
+    to: "return Math.min(this.step, this.#max);",
     tests: [ENGINE, KVID],
   },
   {
@@ -323,8 +324,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "failfast/default-on",
     what: "failFast is on by default",
     file: "src/engine/defaults.ts",
-    from: "  failFast: true,",
-    to: "  failFast: false,",
+    from: "  failFast: { default: true },",
+    to: "  failFast: { default: false },",
     tests: [OUTAGE, DOWN],
   },
   {
@@ -477,7 +478,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/blocked-loop-not-outage",
     what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (!entry.extended && late > LOOP_LAG_MS) {",
     to: "if (false) {",
     tests: ["tests/faults/blocked_loop_test.ts"],
@@ -485,7 +486,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-unref",
     what: "the deadline timer kept between deadlines holds no process open",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "        timer.unref();",
     to: "",
     tests: ["tests/deadline_timer_test.ts"],
@@ -493,7 +494,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-kept",
     what: "while a generator is open, deadlines in a row share one setTimeout",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (holders > 0 && canUnref(timer)) {",
     to: "if (false) {",
     tests: ["tests/deadline_timer_test.ts"],
@@ -716,6 +717,56 @@ export const MUTATIONS: readonly Mutation[] = [
     to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
     tests: ["tests/service_stores_test.ts"],
   },
+  // The service's own guarantee against its tokens (issue 33): receipts, raises, steps.
+  {
+    id: "service/release-receipt",
+    what: "a release is refused unless its receipts are this token's and cover the range",
+    file: "src/service/segments.ts",
+    from: "if (why !== undefined) return refusedRelease(why);",
+    to: "if (false) return refusedRelease(why!);",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/release-receipt-used-up",
+    what: "a receipt is used up by its release: a replay is refused",
+    file: "src/service/receipts.ts",
+    from:
+      "    if (left.length === 0) this.#byName.delete(name);\n    else this.#byName.set(name, left);",
+    to: "",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/raise-admin",
+    what: "a token that is not administrative raises a counter by one maximum segment at most",
+    file: "src/service/segments.ts",
+    from: "if (guard && !holder.admin) {",
+    to: "if (false) {",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/step-admin",
+    what: "a token that is not administrative writes a step up to the segment cap only",
+    file: "src/service/segments.ts",
+    from: "if (!holder.admin && (step as number) > this.#maxSegment) {",
+    to: "if (false) {",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/admin-marker",
+    what: "only admin= makes a token administrative, not *",
+    file: "src/service/auth.ts",
+    from: "const admin = names.startsWith(ADMIN_PREFIX);",
+    to: 'const admin = names.startsWith(ADMIN_PREFIX) || names === "*";',
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/raise-not-lower",
+    what: "raiseTo below floor (which would lower the counter) is refused",
+    file: "src/service/segments.ts",
+    from: 'if (guard && raiseTo < floor) return bad("raiseTo must be at least floor");',
+    to: "",
+    tests: [GUARANTEE],
+  },
   // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
   {
     id: "codec/radix-shortest-form",
@@ -836,5 +887,93 @@ export const MUTATIONS: readonly Mutation[] = [
     from: "this.#next = (i + 1) % n;",
     to: "this.#next = i;",
     tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "service/host-syntax",
+    what: "a Host that is not host[:port] is refused, never pasted in front of the path",
+    file: "src/service/host.ts",
+    from: "if (!HOST.test(value)) return false;",
+    to: "if (!HOST.test(value) && false) return false;",
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "service/absolute-form-port",
+    what: "an absolute-form target naming another port than the listener's is 400",
+    file: "src/service/host.ts",
+    from: "if ((hostPort(authority) ?? 80) !== port) {",
+    to: "if (false) {",
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "names/control-characters",
+    what: "a name holding a control character (C0, DEL, C1) is refused everywhere",
+    file: "src/contract/validate.ts",
+    from: "const CONTROL = /\\p{Cc}/u;",
+    to: "const CONTROL = /^\\0/u;",
+    tests: ["tests/security_test.ts", "tests/durability_test.ts"],
+  },
+  {
+    id: "names/segment-routes",
+    what: "the segment routes check names by KvId's rule, not the key's",
+    file: "src/service/names.ts",
+    from: 'checkCounterName("the", "name", name);',
+    to: 'checkCounterName("the", "name", name.replace(/\\p{Cc}/gu, ""));',
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "client/no-redirect",
+    what: "HttpStore follows no redirect (the token and the body would go along)",
+    file: "src/client/http_store.ts",
+    from: 'redirect: "manual",',
+    to: 'redirect: "follow",',
+    tests: ["tests/security_client_test.ts"],
+  },
+  {
+    id: "client/exact-range",
+    what: "HttpStore refuses a segment larger than it asked for",
+    file: "src/client/http_store.ts",
+    from: "return total === BigInt(count) ? ranges : undefined;",
+    to: "return total >= BigInt(count) ? ranges : undefined;",
+    tests: ["tests/security_client_test.ts"],
+  },
+  {
+    id: "service/auth-rate-limit",
+    what: "a peer past its failed authentications a minute is answered 429",
+    file: "src/service/auth_limit.ts",
+    from: "if (w === undefined || w.count < this.#perMinute) return undefined;",
+    to: "if (w === undefined || w.count < this.#perMinute || true) return undefined;",
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "service/open-cross-site",
+    what: "without tokens, a request of another origin is refused",
+    file: "src/service/open_guard.ts",
+    from: "if (origin !== null && !sameHost(origin, host)) {",
+    to: "if (false) {",
+    tests: ["tests/security_test.ts", "tests/security_browser_test.ts"],
+  },
+  {
+    id: "service/open-host",
+    what: "without tokens, a Host that is not loopback or allowed is refused (DNS rebinding)",
+    file: "src/service/open_guard.ts",
+    from: "if (!isLoopbackHost(name) && !allowedHosts.has(name)) {",
+    to: "if (false) {",
+    tests: ["tests/security_test.ts", "tests/security_browser_test.ts"],
+  },
+  {
+    id: "service/open-json-only",
+    what: "without tokens, IDs and counter changes take JSON, not a page's simple types",
+    file: "src/service/open_guard.ts",
+    from: "if (type !== null && !/^application\\/json\\s*(;|$)/i.test(type)) {",
+    to: "if (false) {",
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "service/scoped-metrics",
+    what: "a scoped token's /metrics has no service-wide series",
+    file: "src/service/probes.ts",
+    from: 'const wide = scope === "*";',
+    to: "const wide = true;",
+    tests: ["tests/security_test.ts", HTTP],
   },
 ];

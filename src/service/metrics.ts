@@ -22,6 +22,11 @@ export interface ServiceState {
   storeConfigError: boolean;
   /** Whether it answers but can lose reservations, refused under `"strict"`. */
   storeNotDurable: boolean;
+  /**
+   * Whether to render the service-wide series (the store's state, the HTTP counters): for a
+   * token of every name only.
+   */
+  wide: boolean;
   /** More series, already rendered (process, build, connections), one a line. */
   extra: string[];
 }
@@ -108,6 +113,15 @@ export function renderMetrics(
       `${h}_count{${labels}} ${e.histogram.count}`,
     );
   }
+  const generatorsLines = [
+    "# HELP kvid_generators Live generators (that the token may see).",
+    "# TYPE kvid_generators gauge",
+    `kvid_generators ${entries.length}`,
+  ];
+  if (!state.wide) {
+    out.push(...generatorsLines, ...state.extra);
+    return out.join("\n") + "\n";
+  }
   out.push(
     "# HELP kvid_store_up Whether the store answered the readiness probe (1) or not (0), " +
       "durable or not.",
@@ -121,9 +135,7 @@ export function renderMetrics(
       "refused under KVID_DURABILITY=strict (1), or not (0).",
     "# TYPE kvid_store_durability_refused gauge",
     `kvid_store_durability_refused ${state.storeNotDurable ? 1 : 0}`,
-    "# HELP kvid_generators Live generators (that the token may see).",
-    "# TYPE kvid_generators gauge",
-    `kvid_generators ${entries.length}`,
+    ...generatorsLines,
     "# HELP kvid_http_requests_in_flight HTTP requests being answered.",
     "# TYPE kvid_http_requests_in_flight gauge",
     `kvid_http_requests_in_flight ${http.inFlight}`,
