@@ -60,7 +60,8 @@ try {
   let nextReport = performance.now() + 500;
   const started = performance.now();
   console.log("  time   IDs made    IDs/s      step  segments  waits  last ID");
-  const chunk = 50_000;
+  // The first row is the first ID (the step the generator starts at), then one per 50,000.
+  let chunk = 1;
   while (true) {
     for (let i = 0; i < chunk; i++) {
       const id = await ids.next();
@@ -77,7 +78,7 @@ try {
       const t = (now - started) / 1000;
       console.log(
         `${t.toFixed(1).padStart(5)}s ${String(count).padStart(10)} ${
-          Math.round(count / t).toLocaleString("en").padStart(10)
+          (count === 1 ? "-" : Math.round(count / t).toLocaleString("en")).padStart(10)
         } ${String(s.step).padStart(9)} ${String(s.segments).padStart(9)} ${
           String(s.stalls).padStart(6)
         }  ${prev}`,
@@ -87,6 +88,7 @@ try {
       nextReport = now + 500;
     }
     if (now >= end) break;
+    chunk = 50_000;
   }
   const s = ids.stats();
   console.log(

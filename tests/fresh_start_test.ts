@@ -109,3 +109,23 @@ Deno.test("the README's service quick start answers on an empty cache, fetching 
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
 });
+
+Deno.test("the demo on an empty cache fetches nothing, its first row the first ID", async () => {
+  const denoDir = await Deno.makeTempDir({ prefix: "kvid-fresh-demo-" });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "bench/demo.ts"],
+      cwd: root,
+      env: { DENO_DIR: denoDir, NO_COLOR: "1", KVID_DEMO_SECONDS: "1", KVID_REDIS_URL: "" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout);
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    const rows = stdout.split("\n").filter((l) => /^\s+\d+\.\ds /.test(l));
+    assert.match(rows[0] ?? "", /^\s+\d+\.\ds\s+1\s+-\s+\d+\s+1\s+\d+\s+1$/, stdout);
+    assert.deepEqual(fetched(denoDir), [], "packages fetched by the demo");
+  } finally {
+    await Deno.remove(denoDir, { recursive: true });
+  }
+});
