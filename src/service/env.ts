@@ -193,10 +193,12 @@ function connectedWithin(c: NodeRedisClient, ms: number): Promise<void> {
     const done = () => {
       clearTimeout(timer);
       c.off("ready", done);
+      c.off("end", done);
       resolve();
     };
     const timer = setTimeout(done, ms);
     c.on("ready", done);
+    c.on("end", done); // destroyed: close() does not wait for the timer
   });
 }
 
