@@ -18,11 +18,28 @@ import { KvIdError } from "../contract/errors.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import type { Store } from "../contract/store.ts";
 import { importDriver } from "./drivers.ts";
+import type { NodeRedisLike } from "./redis/adapters.ts";
 import { MYSQL_URL } from "./mysql/url.ts";
 import { POSTGRES_URL } from "./postgres/url.ts";
 
 export type { OpenedStore, StoreOpener } from "./store_opener.ts";
 import type { OpenedStore, StoreOpener } from "./store_opener.ts";
+
+/** What of node-redis the Redis opener uses (its own type: see the PostgreSQL opener's). */
+interface NodeRedisModule {
+  createClient(options: {
+    url: string;
+    socket: {
+      connectTimeout: number;
+      reconnectStrategy: (n: number, cause: Error) => number | Error;
+    };
+  }): {
+    on(event: "error", listener: () => void): unknown;
+    connect(): Promise<unknown>;
+    ping(): Promise<unknown>;
+    close(): Promise<unknown>;
+  };
+}
 
 /**
  * A Redis, Valkey or Kvrocks URL: a {@linkcode RedisStore} on a node-redis client, both imported
@@ -35,7 +52,7 @@ const REDIS_URL: StoreOpener<"redis"> = {
   also: { giveBack: true, counters: true, reservesStep: true },
   async open(url, { timeout }) {
     const [{ createClient }, { RedisStore }, { fromNodeRedis }] = await Promise.all([
-      importDriver<typeof import("redis")>("redis", "a redis:// URL"),
+      importDriver<NodeRedisModule>("redis", "a redis:// URL"),
       import("./redis/redis_store.ts"),
       import("./redis/adapters.ts"),
     ]);
@@ -54,7 +71,7 @@ const REDIS_URL: StoreOpener<"redis"> = {
     await client.connect();
     connected = true;
     return {
-      store: new RedisStore(fromNodeRedis(client)),
+      store: new RedisStore(fromNodeRedis(client as unknown as NodeRedisLike)),
       ping: async () => void await client.ping(),
       close: async () => void await client.close(),
     };
