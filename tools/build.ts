@@ -119,11 +119,18 @@ function sourceFor(spec: string, sources: string[]): string {
 /** The names a module exports, as `deno doc` lists them. */
 async function exportsOf(entry: string): Promise<Set<string>> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["doc", "--config", runConfig, "--json", entry],
+    // Not --config: deno doc then installs every npm package of deno.json, whatever the config
+    // says. The names are all it is asked for; an npm module it cannot resolve is warned of.
+    args: ["doc", "--no-config", "--import-map", runConfig, "--json", entry],
     cwd: root,
     stdout: "piped",
+    stderr: "piped",
   }).output();
-  if (out.code !== 0) throw new Error(`deno doc ${entry} failed (exit ${out.code})`);
+  if (out.code !== 0) {
+    throw new Error(
+      `deno doc ${entry} failed (exit ${out.code}): ${new TextDecoder().decode(out.stderr)}`,
+    );
+  }
   const doc = JSON.parse(new TextDecoder().decode(out.stdout));
   const nodes: { name: string }[] = Array.isArray(doc.nodes)
     ? doc.nodes
@@ -242,12 +249,14 @@ try {
   await copyTree(split, dist.pathname);
   const exports: Record<string, { types: string; default: string }> = {};
   const files = ["README.md", "LICENSE"];
-  for (const entry of ENTRIES) {
+  // The entries' declarations side by side (each file's bundle is made once, for all).
+  const declarations = await Promise.all(ENTRIES.map((e) => declarationsOf(e.source, tmp)));
+  for (const [i, entry] of ENTRIES.entries()) {
     // Each entry's types beside it; Deno reads them from the comment, Node, Bun and TypeScript
     // from package.json.
     const js = `./${entry.out}.mjs`;
     const dts = `./${entry.out}.d.mts`;
-    await Deno.writeTextFile(new URL(dts, dist), await declarationsOf(entry.source, tmp));
+    await Deno.writeTextFile(new URL(dts, dist), declarations[i]);
     // Moved to the top level: an entry file is imported by no chunk, its imports re-pointed.
     const depth = entry.js.split("/").length - 1;
     let body = await Deno.readTextFile(new URL(entry.js, dist));
@@ -258,7 +267,9 @@ try {
     files.push(js.slice(2), dts.slice(2));
   }
   await Deno.remove(new URL("src/", dist), { recursive: true }).catch(() => {});
-  for await (const f of Deno.readDir(dist)) if (f.name.startsWith("chunk-")) files.push(f.name);
+  // The shared chunks, and those of the modules the entries import on first use (a store's
+  // driver glue): every .js file the split bundle wrote.
+  for await (const f of Deno.readDir(dist)) if (f.name.endsWith(".js")) files.push(f.name);
   const pkg = {
     name: config.name,
     version: config.version,
