@@ -302,12 +302,15 @@ try {
     stopA = stopB = fresh = true;
     await Promise.all([aRun, bRun, b2]);
   } else if (scenario.kind === "nemesis") {
+    // The schedule draws from its own PRNG, the generators' lifetimes from theirs: the same
+    // seed stages the same splits whatever the timing.
     const random = prng(scenario.seed);
+    const lifetimes = prng(scenario.seed ^ 0x5bd1e995);
     let stop = false;
     // Each client churns generators: one runs for a random while, closes, the next one opens.
     const churn = async (who: string, redis: RedisClient) => {
       for (let i = 1; !stop; i++) {
-        const end = performance.now() + 500 + random() * 2_500;
+        const end = performance.now() + 500 + lifetimes() * 2_500;
         await drive(`${who}${i}`, redis, () => stop || performance.now() > end);
       }
     };
@@ -316,7 +319,15 @@ try {
     const endAt = performance.now() + 24_000;
     while (performance.now() < endAt) {
       await pause(500 + random() * 1_500);
-      const side = everyone.map(() => random() < 0.5);
+      // Half the splits isolate the current primary with a random few of the others (the
+      // split that makes Sentinel promote while the old primary still serves); the other half
+      // are random halves.
+      const primary = random() < 0.5 ? await agreedMaster().catch(() => undefined) : undefined;
+      const side = everyone.map((ip) =>
+        primary === undefined
+          ? random() < 0.5
+          : ip === primary || (ip !== SENTINELS[0] && ip !== SENTINELS[1] && random() < 0.4)
+      );
       if (side.every((s) => s === side[0])) side[Math.floor(random() * side.length)] = !side[0];
       split([everyone.filter((_, i) => side[i]), everyone.filter((_, i) => !side[i])]);
       await pause(2_000 + random() * 4_000);
