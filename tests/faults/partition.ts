@@ -120,6 +120,8 @@ export interface Scenario {
   readonly replicas: number;
   /** The nemesis' seed. */
   readonly seed: number;
+  /** `resent-wait` only: A's client cannot name its connection, so nothing checks it. */
+  readonly unchecked?: boolean;
   /** Extra generator options, e.g. `{ durability: "best-effort" }`. */
   readonly options?: Record<string, unknown>;
 }

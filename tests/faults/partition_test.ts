@@ -81,3 +81,12 @@ Deno.test({
     `partition: P cut from its replicas, A's connection killed while WAIT 2 is pending: no ID served unconfirmed${suffix}`,
   ignore,
 }, () => expect({ kind: "resent-wait", replicas: 2, seed: 0 }, false));
+
+Deno.test(
+  {
+    name:
+      `partition: P cut from its replicas, A's connection killed while WAIT 2 is pending: control, a client that cannot name its connection serves unconfirmed IDs${suffix}`,
+    ignore,
+  },
+  () => expect({ kind: "resent-wait", replicas: 2, seed: 0, unchecked: true, options: best }, true),
+);

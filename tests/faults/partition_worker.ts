@@ -349,8 +349,11 @@ try {
     done = true;
     await Promise.all(last);
   } else if (scenario.kind === "resent-wait") {
+    // The control: a client that cannot name its connection (no clientInfo, no sendCommand),
+    // so the WAIT is taken as it answers, as before the check.
+    const unchecked: RedisClient = { ...a.redis, clientInfo: undefined, sendCommand: undefined };
     const gen = new KvId(COUNTER, {
-      redis: a.redis,
+      redis: scenario.unchecked ? unchecked : a.redis,
       replicas: scenario.replicas,
       minStep: 50,
       maxStep: 50,
