@@ -90,3 +90,16 @@ Deno.test(
   },
   () => expect({ kind: "resent-wait", replicas: 2, seed: 0, unchecked: true, options: best }, true),
 );
+
+Deno.test({
+  name:
+    `partition nemesis over HttpStore clients, the service and its Redis (seeded): no duplicate, every call settles${suffix}`,
+  ignore,
+}, async () => {
+  const { outcome, text } = await scenario({ kind: "http-nemesis", replicas: 0, seed });
+  const v = check(outcome);
+  assert.equal(v.reissued, 0, `no ID handed out twice: ${text}`);
+  assert.equal(v.errors.unsettled, undefined, `a call outlived its timeout: ${text}`);
+  assert.ok(v.ids > 0, `no ID at all: ${text}`);
+  console.log(text.split("\n")[0]);
+});

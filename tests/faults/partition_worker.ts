@@ -8,7 +8,9 @@
  * @module
  */
 
-import { createSentinel } from "redis";
+import { createClient, createSentinel } from "redis";
+import { HttpStore } from "../../src/client/mod.ts";
+import { createHandler } from "../../src/service/mod.ts";
 import { fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { command, redisBinary } from "../server.ts";
 import type { GeneratorLog, Outcome, Scenario } from "./partition.ts";
@@ -18,6 +20,7 @@ const scenario = JSON.parse(Deno.args[0]) as Scenario;
 const P = "127.0.0.11", R1 = "127.0.0.12", R2 = "127.0.0.13";
 const SENTINELS = ["127.0.0.21", "127.0.0.22", "127.0.0.23"];
 const A = "127.0.0.31", B = "127.0.0.32";
+const SERVICE = "127.0.0.41", HA = "127.0.0.51", HB = "127.0.0.52";
 const NODES = [P, R1, R2];
 const NAME = "kvid";
 const COUNTER = "ids";
@@ -72,6 +75,9 @@ const LABELS: Record<string, string> = {
   [SENTINELS[0]]: "S1",
   [SENTINELS[1]]: "S2",
   [SENTINELS[2]]: "S3",
+  [SERVICE]: "service",
+  [HA]: "HA",
+  [HB]: "HB",
 };
 const label = (ip: string) => LABELS[ip] ?? ip;
 
@@ -238,7 +244,7 @@ const maxOf = () => Math.max(0, ...logs.map(high));
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the scenarios --------------------------------------------------------------------------------
-try {
+async function sentinelScenario(): Promise<void> {
   await start(P, []);
   for (const r of [R1, R2]) await start(r, [["replicaof", `${P} 6379`]]);
   for (const s of SENTINELS) {
@@ -404,6 +410,95 @@ try {
     await bRun;
     clearTimeout(bound);
   }
+}
+
+/**
+ * HttpStore clients HA and HB on the service (in this process, on its own address), the service
+ * on one Redis P: random splits among the four, generators closing and opening, every call
+ * watched: it must settle (resolve or reject) within its timeout and a margin.
+ */
+async function httpNemesis(): Promise<void> {
+  await start(P, []);
+  const redisClient = createClient({
+    socket: {
+      host: P,
+      port: 6379,
+      localAddress: SERVICE,
+      connectTimeout: 1_000,
+      reconnectStrategy: (n: number) => Math.min(50 * n, 300),
+    },
+  });
+  redisClient.on("error", () => {});
+  await redisClient.connect();
+  const token = "partition-token-0123456789";
+  const service = createHandler({
+    redis: fromNodeRedis(redisClient),
+    tokens: `${token}:*`,
+    log() {},
+  });
+  const server = Deno.serve({ hostname: SERVICE, port: 8080, onListen() {} }, service.fetch);
+  const httpClients: Deno.HttpClient[] = [];
+  const storeFrom = (from: string) => {
+    const client = Deno.createHttpClient({ localAddress: from });
+    httpClients.push(client);
+    return new HttpStore(`http://${SERVICE}:8080`, {
+      token,
+      requestTimeout: 1_000,
+      fetch: (input, init) => fetch(input, { ...init, client }),
+    });
+  };
+  const random = prng(scenario.seed);
+  const lifetimes = prng(scenario.seed ^ 0x5bd1e995);
+  let stop = false;
+  let unsettled = 0;
+  const churn = async (who: string, from: string) => {
+    const store = storeFrom(from);
+    for (let i = 1; !stop; i++) {
+      const end = performance.now() + 500 + lifetimes() * 2_500;
+      const log: GeneratorLog = { name: `${who}${i}`, runs: [], errors: {} };
+      logs.push(log);
+      const gen = new KvId(COUNTER, { store, minStep: 100, maxStep: 100, timeout: 3_000 });
+      while (!stop && performance.now() < end) {
+        const started = performance.now();
+        const watch = setTimeout(() => unsettled++, 3_000 + 5_000);
+        try {
+          record(log, await gen.nextBatch(50));
+        } catch (err) {
+          const key = err instanceof KvIdError ? err.code : String(err).slice(0, 60);
+          log.errors[key] = (log.errors[key] ?? 0) + 1;
+        } finally {
+          clearTimeout(watch);
+        }
+        void started;
+        await new Promise((r) => setTimeout(r, 0));
+      }
+      await gen.close().catch(() => {});
+    }
+  };
+  const runs = [churn("HA", HA), churn("HB", HB)];
+  const everyone = [P, SERVICE, HA, HB];
+  const endAt = performance.now() + 20_000;
+  while (performance.now() < endAt) {
+    await pause(500 + random() * 1_500);
+    const side = everyone.map(() => random() < 0.5);
+    if (side.every((s) => s === side[0])) side[Math.floor(random() * side.length)] = !side[0];
+    split([everyone.filter((_, i) => side[i]), everyone.filter((_, i) => !side[i])]);
+    await pause(1_000 + random() * 3_000);
+    heal();
+  }
+  stop = true;
+  await Promise.all(runs);
+  note(`${unsettled} calls unsettled past their timeout`);
+  if (unsettled > 0) logs.push({ name: "unsettled", runs: [], errors: { unsettled } });
+  await server.shutdown();
+  await service.close();
+  await redisClient.close().catch(() => {});
+  for (const c of httpClients) c.close();
+}
+
+try {
+  if (scenario.kind === "http-nemesis") await httpNemesis();
+  else await sentinelScenario();
 } catch (err) {
   console.error(events.join("\n"));
   if (Deno.env.get("KVID_PARTITION_DEBUG")) {
