@@ -103,3 +103,15 @@ Deno.test({
   assert.ok(v.ids > 0, `no ID at all: ${text}`);
   console.log(text.split("\n")[0]);
 });
+
+Deno.test({
+  name: `partition {P R1 A} | {R2 Sentinels B}: replicas 1 of 2 is refused under strict${suffix}`,
+  ignore,
+}, async () => {
+  const { outcome, text } = await scenario({ kind: "split-closed", replicas: 1, seed: 0 });
+  const v = check(outcome);
+  assert.equal(v.ids, 0, `a refused generator served IDs: ${text}`);
+  assert.ok((v.errors.config ?? 0) > 0, `no config error: ${text}`);
+  const messages = outcome.generators.flatMap((g) => Object.keys(g.errors)).join("; ");
+  assert.match(messages, /could be issued twice: the primary has 2/);
+});

@@ -279,7 +279,17 @@ async function sentinelScenario(): Promise<void> {
     let stopA = false, stopB = false;
     const aRun = drive("A1", a.redis, () => stopA);
     const bRun = drive("B1", b.redis, () => stopB);
-    await until("A and B got IDs", () => Promise.resolve(logs.every((l) => count(l) >= 200)));
+    const refused = (l: GeneratorLog) => Object.keys(l.errors).some((k) => k.startsWith("config"));
+    await until(
+      "A and B got IDs (or were refused)",
+      () => Promise.resolve(logs.every((l) => count(l) >= 200 || refused(l))),
+    );
+    if (logs.every(refused)) {
+      note("both generators refused before the split");
+      stopA = stopB = true;
+      await Promise.all([aRun, bRun]);
+      return;
+    }
     split([[P, R1, A], [R2, ...SENTINELS, B]]);
     await until(
       "the Sentinels promoted R2",
