@@ -114,9 +114,16 @@ export interface Scenario {
    * `split-live`: {P, R1, A} | {R2, Sentinels, B} with A live through the heal;
    * `split-closed`: the same, A closed before the heal; `nemesis`: random splits and heals;
    * `resent-wait`: P cut from both replicas, A's connection killed while its WAIT is pending;
-   * `http-nemesis`: HttpStore clients, the service and its Redis split at random.
+   * `http-nemesis`: HttpStore clients, the service and its Redis split at random; `pg-split`:
+   * a PostgreSQL standby cut off and promoted while A commits on the old primary.
    */
-  readonly kind: "split-live" | "split-closed" | "nemesis" | "resent-wait" | "http-nemesis";
+  readonly kind:
+    | "split-live"
+    | "split-closed"
+    | "nemesis"
+    | "resent-wait"
+    | "http-nemesis"
+    | "pg-split";
   /** The generators' `replicas`. */
   readonly replicas: number;
   /** The nemesis' seed. */

@@ -115,3 +115,26 @@ Deno.test({
   const messages = outcome.generators.flatMap((g) => Object.keys(g.errors)).join("; ");
   assert.match(messages, /could be issued twice: the primary has 2/);
 });
+
+const pgBin = Deno.env.get("KVID_PG_BIN") ?? "/usr/lib/postgresql/15/bin";
+const pgMissing = missing ?? (() => {
+  try {
+    Deno.statSync(`${pgBin}/postgres`);
+    return undefined;
+  } catch {
+    return `no PostgreSQL at ${pgBin}`;
+  }
+})();
+const pgSuffix = pgMissing === undefined ? "" : ` (ignored: ${pgMissing})`;
+
+Deno.test({
+  name:
+    `partition: PostgreSQL standby cut off and promoted while A commits on the old primary: control, asynchronous replication re-issues${pgSuffix}`,
+  ignore: pgMissing !== undefined,
+}, () => expect({ kind: "pg-split", replicas: 0, seed: 0, options: { sync: false } }, true));
+
+Deno.test({
+  name:
+    `partition: PostgreSQL standby cut off and promoted while A commits on the old primary: synchronous replication never re-issues${pgSuffix}`,
+  ignore: pgMissing !== undefined,
+}, () => expect({ kind: "pg-split", replicas: 0, seed: 0, options: { sync: true } }, false));

@@ -9,6 +9,9 @@
  */
 
 import { createClient, createSentinel } from "redis";
+import postgres from "postgres";
+import { PostgresStore } from "../../src/stores/postgres/mod.ts";
+import { startPostgres, startPostgresStandby } from "../sql_servers.ts";
 import { HttpStore } from "../../src/client/mod.ts";
 import { createHandler } from "../../src/service/mod.ts";
 import { fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
@@ -423,6 +426,87 @@ async function sentinelScenario(): Promise<void> {
 }
 
 /**
+ * PostgreSQL: a primary, a streaming standby (synchronous with `scenario.options.sync`); the
+ * standby's replication link cut (its packets to the primary dropped: the walreceiver runs as
+ * the user postgres, the generators as this process' user), the standby promoted while A still
+ * commits on the old primary, then a fresh generator B on the promoted one.
+ */
+async function pgSplit(): Promise<void> {
+  const sync = scenario.options?.sync === true;
+  await using primary = await startPostgres();
+  const admin = postgres(primary.url, { max: 1, onnotice: () => {} });
+  await new PostgresStore(admin).ensureTable();
+  await using standby = await startPostgresStandby(primary);
+  if (sync) {
+    await admin`ALTER SYSTEM SET synchronous_standby_names = '*'`;
+    await admin`SELECT pg_reload_conf()`;
+    await until(
+      "the standby synchronous",
+      async () =>
+        (await admin`SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'`).length > 0,
+    );
+  } else {
+    await until(
+      "the standby streaming",
+      async () =>
+        (await admin`SELECT 1 FROM pg_stat_replication WHERE state = 'streaming'`).length > 0,
+    );
+  }
+  await admin.end({ timeout: 1 });
+  note(`primary and ${sync ? "synchronous" : "asynchronous"} standby up`);
+  const take = async (name: string, url: string, stop: () => boolean) => {
+    const log: GeneratorLog = { name, runs: [], errors: {} };
+    logs.push(log);
+    const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+    const gen = new KvId("order", {
+      store: new PostgresStore(sql),
+      minStep: 100,
+      maxStep: 100,
+      timeout: 2_000,
+    });
+    while (!stop()) {
+      try {
+        record(log, await gen.nextBatch(50));
+      } catch (err) {
+        const key = err instanceof KvIdError ? err.code : String(err).slice(0, 60);
+        log.errors[key] = (log.errors[key] ?? 0) + 1;
+      }
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    // A commit waiting for a standby that is gone never returns: do not wait for it.
+    const bounded = (p: Promise<unknown>) =>
+      Promise.race([p.catch(() => {}), new Promise((r) => setTimeout(r, 2_000))]);
+    await bounded(gen.close());
+    await bounded(sql.end({ timeout: 1 }));
+  };
+  let stopA = false;
+  const aRun = take("A1", primary.url, () => stopA);
+  await until("A got IDs", () => Promise.resolve(high(logs[0]) >= 500));
+  run("nft", "add", "chain", "inet", "kvid", "output", "{ type filter hook output priority 0; }");
+  run(
+    "nft",
+    "add",
+    "rule",
+    "inet",
+    "kvid",
+    "output",
+    `ip daddr 127.0.0.1 tcp dport ${primary.port} meta skuid postgres drop`,
+  );
+  note(`replication cut; A has ${count(logs[0])} IDs`);
+  await standby.promote();
+  note("standby promoted");
+  await pause(3_000); // A commits on the old primary meanwhile (or cannot)
+  stopA = true;
+  await aRun;
+  note(`A closed with ${count(logs[0])} IDs, up to ${high(logs[0])}`);
+  const target = high(logs[0]);
+  let done = false;
+  const bound = setTimeout(() => done = true, 15_000);
+  await take("B1", standby.url, () => done || high(logs[1]) > target);
+  clearTimeout(bound);
+}
+
+/**
  * HttpStore clients HA and HB on the service (in this process, on its own address), the service
  * on one Redis P: random splits among the four, generators closing and opening, every call
  * watched: it must settle (resolve or reject) within its timeout and a margin.
@@ -508,6 +592,7 @@ async function httpNemesis(): Promise<void> {
 
 try {
   if (scenario.kind === "http-nemesis") await httpNemesis();
+  else if (scenario.kind === "pg-split") await pgSplit();
   else await sentinelScenario();
 } catch (err) {
   console.error(events.join("\n"));
