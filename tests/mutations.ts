@@ -267,9 +267,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/demand-sizes-reservation",
     what: "callers waiting size a reservation up to maxStep",
-    file: reservation,
-    from: "Math.min(Math.max(this.sizer.step, demand), s.maxStep)",
-    to: "Math.min(this.sizer.step, s.maxStep)",
+    file: "src/engine/step.ts",
+    from: "return Math.min(Math.max(this.step, demand), this.#max);",
+    to: "return Math.min(this.step, this.#max);",
     tests: [ENGINE, KVID],
   },
   {
@@ -324,8 +324,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "failfast/default-on",
     what: "failFast is on by default",
     file: "src/engine/defaults.ts",
-    from: "  failFast: true,",
-    to: "  failFast: false,",
+    from: "  failFast: { default: true },",
+    to: "  failFast: { default: false },",
     tests: [OUTAGE, DOWN],
   },
   {
@@ -494,7 +494,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/blocked-loop-not-outage",
     what: "a deadline timer that fired late (a blocked event loop) gives the reply time first",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (!entry.extended && late > LOOP_LAG_MS) {",
     to: "if (false) {",
     tests: ["tests/faults/blocked_loop_test.ts"],
@@ -502,7 +502,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-unref",
     what: "the deadline timer kept between deadlines holds no process open",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "        timer.unref();",
     to: "",
     tests: ["tests/deadline_timer_test.ts"],
@@ -510,7 +510,7 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     id: "engine/idle-timer-kept",
     what: "while a generator is open, deadlines in a row share one setTimeout",
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     from: "if (holders > 0 && canUnref(timer)) {",
     to: "if (false) {",
     tests: ["tests/deadline_timer_test.ts"],

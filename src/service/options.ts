@@ -11,6 +11,7 @@ import type { RedisSource } from "../contract/redis_client.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import type { NameOptions } from "./generators.ts";
+import { KVID_DEFAULTS } from "../engine/defaults.ts";
 
 export type { NameOptions };
 
@@ -31,9 +32,10 @@ export const SERVICE_DEFAULTS = {
   timeZone: "UTC",
   maxGenerators: 1000,
   idleMs: 60000,
-  maxSegment: 1000000,
-  timeout: 5000,
-  durability: "strict",
+  // The generators' own defaults (maxSegment: KvId's maxStep), read from their table.
+  maxSegment: KVID_DEFAULTS.maxStep,
+  timeout: KVID_DEFAULTS.timeout,
+  durability: KVID_DEFAULTS.durability,
   basePath: "",
 } as const satisfies Partial<ServiceOptions>;
 

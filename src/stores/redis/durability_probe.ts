@@ -5,7 +5,7 @@
  * @module
  */
 
-import { serverReadsEpoch } from "../../contract/durability.ts";
+import { serverReadsEpoch } from "../../runtime/server_reads.ts";
 import type { DurabilityOptions, StoreDurability } from "../../contract/store.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { knownWithoutWaitAof } from "./confirm.ts";
