@@ -52,6 +52,11 @@ export interface ServerOptions {
    */
   disable?: string[];
   /**
+   * The binary to start, whatever `KVID_TEST_SERVER` says and even when the `urlEnv` variable
+   * names a server (bench/report.ts runs its side-by-side groups on each).
+   */
+  server?: "redis-server" | "valkey-server" | "kvrocks";
+  /**
    * More lines of a Kvrocks server's configuration file (e.g. `namespace.a token-a`), after
    * the harness's own; ignored by Redis and Valkey.
    */
@@ -210,10 +215,10 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<TestServer> {
   const envName = options.urlEnv ?? "KVID_TEST_URL";
-  const external = Deno.env.get(envName);
+  const external = options.server === undefined ? Deno.env.get(envName) : undefined;
   if (external) return await connectExternal(external, envName);
 
-  const kind = await localKind();
+  const kind = options.server === undefined ? await localKind() : NAMED[options.server];
   const host = "127.0.0.1";
   // A port picked here is free when picked, not when the server binds it: another process may
   // take it in between. Then start again on another one (a fixed port is tried once).
