@@ -99,8 +99,11 @@
  * - [Operating it](docs/operations.md): restarts and give-back, outages and `failFast`, data loss,
  *   reading `stats()` and events.
  * - [Adding a store](docs/adding-a-store.md): the files a new backend touches.
- * - [Benchmarks](bench/README.md), with the date and setup of every figure, and
- *   [the generated tables](bench/RESULTS.md).
+ * - [Clients](docs/clients.md): the adapters, `configure` and `shutdown`.
+ * - [The ID service](docs/service.md): its variables, endpoints, tokens, status page, deployment.
+ * - [Public IDs](docs/public-ids.md): the forms of `@kvid/core/codec`.
+ * - [Benchmarks](bench/RESULTS.md), with the machine and the date, and
+ *   [what each bench measures](bench/README.md).
  *
  * @module
  */

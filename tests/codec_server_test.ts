@@ -68,7 +68,7 @@ Deno.test("service: a bad KVID_FORMATS or KVID_ID_KEY refuses to start, naming i
   }
 });
 
-Deno.test("service: a counter past its form's domain answers 500 and logs it, naming no key", async () => {
+Deno.test("service: a counter past its form's domain answers 409 domain and logs it, naming no key", async () => {
   using store = new DenoKvStore(":memory:");
   // Another writer took the counter to 999,998: 6 digits hold one more ID.
   await store.reserve("kvid", "order", 999_998, {
@@ -88,8 +88,8 @@ Deno.test("service: a counter past its form's domain answers 500 and logs it, na
   const ok = await service.fetch(new Request("http://localhost/v1/ids/order"));
   assert.match(await ok.text(), /^999999\t1\d{6}\n$/);
   const past = await service.fetch(new Request("http://localhost/v1/ids/order"));
-  assert.equal(past.status, 500);
-  assert.equal((await past.json()).error.code, "internal");
+  assert.equal(past.status, 409);
+  assert.equal((await past.json()).error.code, "domain");
   assert.ok(
     logged.some((l) => /1000000 is outside the codec's domain 0\.\.999999/.test(l)),
     logged.join("\n"),

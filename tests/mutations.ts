@@ -37,6 +37,7 @@ const SETUP = "tests/faults/setup_test.ts";
 const INTERLEAVED = "tests/interleaved_test.ts";
 const EXACT = "tests/exact_replies_test.ts";
 const PROMISES = "tests/promises_test.ts";
+const GUARANTEE = "tests/service_guarantee_test.ts";
 const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
 const INTERLEAVED_ANY = [
   "tests/interleaved_members_test.ts",
@@ -715,6 +716,56 @@ export const MUTATIONS: readonly Mutation[] = [
     from: "const value = Reflect.get(target, prop, target);",
     to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
     tests: ["tests/service_stores_test.ts"],
+  },
+  // The service's own guarantee against its tokens (issue 33): receipts, raises, steps.
+  {
+    id: "service/release-receipt",
+    what: "a release is refused unless its receipts are this token's and cover the range",
+    file: "src/service/segments.ts",
+    from: "if (why !== undefined) return refusedRelease(why);",
+    to: "if (false) return refusedRelease(why!);",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/release-receipt-used-up",
+    what: "a receipt is used up by its release: a replay is refused",
+    file: "src/service/receipts.ts",
+    from:
+      "    if (left.length === 0) this.#byName.delete(name);\n    else this.#byName.set(name, left);",
+    to: "",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/raise-admin",
+    what: "a token that is not administrative raises a counter by one maximum segment at most",
+    file: "src/service/segments.ts",
+    from: "if (guard && !holder.admin) {",
+    to: "if (false) {",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/step-admin",
+    what: "a token that is not administrative writes a step up to the segment cap only",
+    file: "src/service/segments.ts",
+    from: "if (!holder.admin && (step as number) > this.#maxSegment) {",
+    to: "if (false) {",
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/admin-marker",
+    what: "only admin= makes a token administrative, not *",
+    file: "src/service/auth.ts",
+    from: "const admin = names.startsWith(ADMIN_PREFIX);",
+    to: 'const admin = names.startsWith(ADMIN_PREFIX) || names === "*";',
+    tests: [GUARANTEE],
+  },
+  {
+    id: "service/raise-not-lower",
+    what: "raiseTo below floor (which would lower the counter) is refused",
+    file: "src/service/segments.ts",
+    from: 'if (guard && raiseTo < floor) return bad("raiseTo must be at least floor");',
+    to: "",
+    tests: [GUARANTEE],
   },
   // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
   {

@@ -32,7 +32,7 @@ export function checkName(who: string, what: string, value: unknown): asserts va
     throw new TypeError(`${who} ${what} must be well-formed Unicode (it has a lone surrogate)`);
   }
   // A UTF-16 unit is at most 3 UTF-8 bytes: a name this short is within the bound unencoded
-  // (encoding it was ~1-3 µs of a new generator's construction, most of it the call).
+  // (encoding it was a measurable share of a new generator's construction, most of it the call).
   if (value.length * 3 <= MAX_NAME_BYTES) return;
   const bytes = utf8.encode(value).length;
   if (bytes > MAX_NAME_BYTES) {

@@ -13,7 +13,7 @@ import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { DailyId } from "../daily/daily.ts";
 import { KvId } from "../engine/kvid.ts";
-import { parseTokens, TokenAuth } from "./auth.ts";
+import { parseGrants, TokenAuth } from "./auth.ts";
 import { NAME_OPTION_KEYS, type NameOptions } from "./generators.ts";
 import { SERVICE_DEFAULTS, type ServiceOptions } from "./options.ts";
 
@@ -151,7 +151,7 @@ function tokenAuth(options: ServiceOptions, log: (line: string) => void): TokenA
         "(KVID_AUTH=none) to run it open on purpose",
     );
   }
-  return new TokenAuth(parseTokens(options.tokens));
+  return new TokenAuth(parseGrants(options.tokens));
 }
 
 /**

@@ -16,7 +16,7 @@
  * ```
  * Deno's `node:http` keeps running there but stops
  * answering for good, and honours neither `headersTimeout` nor `requestTimeout` (150 half-sent
- * requests stayed open past both). Measured 2026-12-01, Deno 2.9.6.
+ * requests stayed open past both), as seen on Deno 2.9.6.
  *
  * What it does not do: HTTP/2, TLS (terminate it in front), upgrades. It reads bodies of at
  * most `maxBodyBytes` and buffers each response (the service's answers are at most a few

@@ -87,7 +87,10 @@ export interface ServiceOptions {
   storeLabel?: string;
   /**
    * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token
-   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`.
+   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`. `admin=` before
+   * the names (`"<token>:admin=*"`) makes a token administrative on them: it may raise a counter
+   * past its value plus `maxSegment` and remember a step above `maxSegment`, which other tokens
+   * (`*` ones too) may not (docs/security.md).
    * @default {undefined}
    */
   tokens?: string;

@@ -30,8 +30,8 @@ export function knownWithoutWaitAof(client: RedisClient): void {
  * confirmed (the range is then spent, never handed out).
  *
  * Replicas are not asked to fsync (`WAITAOF 1 replicas`): a replica with `appendfsync
- * everysec` acknowledges its fsync with its once-a-second ACK, and a reservation then took
- * 1,020 ms (median of 50, Valkey 8.0 on loopback, 2026-12-01) instead of 0.9 ms with `WAIT`.
+ * everysec` acknowledges its fsync with its once-a-second ACK, so a reservation would then take about a
+ * second instead of a round trip with `WAIT`.
  */
 export async function confirmReservation(
   client: RedisClient,
