@@ -109,7 +109,7 @@
  */
 
 // Installs the resolver of the `redis` option and configure()'s default: the engine itself names
-// no store (src/contract/store_source.ts).
+// no store (src/runtime/store_source.ts).
 import "./src/stores/redis/redis_option.ts";
 
 export {
@@ -121,7 +121,7 @@ export {
   type NodeRedisLike,
 } from "./src/stores/redis/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/stores/redis/configure.ts";
-export { shutdown } from "./src/contract/shutdown.ts";
+export { shutdown } from "./src/runtime/shutdown.ts";
 export { DailyId, type DailyIdConstructor } from "./src/daily/daily.ts";
 export type {
   DailyCleanupDetail,

@@ -8,7 +8,8 @@
  * - The write-ahead log on (the default, `sync no`): `kill -9` of the server with a generator
  *   alive across it and a fresh one after it: 0 IDs re-issued.
  * - `replicas: 1`: Kvrocks before 2.13 has no `WAIT`: a `config` error at the first
- *   reservation, 0 IDs served.
+ *   reservation, 0 IDs served; a primary with a replica (`slaveof`) is refused by default, and
+ *   only `"best-effort"` serves it.
  * - Namespaces: a namespace token as the client's password; two namespaces, the same counter
  *   name, separate counters.
  */
@@ -199,5 +200,36 @@ Deno.test({
       // The admin's own (default) namespace holds neither.
       assert.equal(await command(server.url, "HGET", "kvid", "order"), null);
     });
+  },
+});
+
+Deno.test({
+  ...onKvrocks("a primary with a replica (slaveof): refused, replicas: 1 has no WAIT"),
+  timeout: 60_000,
+  fn: async () => {
+    await using primary = await startServer();
+    await using replica = await startServer({
+      kvrocksConfig: [`slaveof ${primary.host} ${primary.port}`],
+    });
+    await waitUntil(
+      async () =>
+        /connected_slaves:1/.test(String(await command(primary.url, "INFO", "replication"))),
+      "the replica connected",
+    );
+    assert.match(String(await command(replica.url, "INFO", "replication")), /role:slave/);
+    await using client = await openClient("node-redis", primary.url);
+    // The default: a failover to the replica could miss the latest reservations.
+    await using strict = new KvId("order", { redis: client.redis });
+    const refused = await strict.next().then(() => undefined, (e) => e);
+    assert.ok(refused instanceof KvIdError && refused.code === "config", String(refused));
+    assert.match(refused.message, /the primary has 1 replica/);
+    // Confirming on it needs WAIT, which this Kvrocks has not.
+    await using confirmed = new KvId("order", { redis: client.redis, replicas: 1 });
+    const noWait = await confirmed.next().then(() => undefined, (e) => e);
+    assert.ok(noWait instanceof KvIdError && noWait.code === "config", String(noWait));
+    assert.match(noWait.message, /no WAIT command/);
+    // Accepted: served.
+    await using lossy = new KvId("order", { redis: client.redis, durability: "best-effort" });
+    assert.ok(await lossy.next() >= 1);
   },
 });

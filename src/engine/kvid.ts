@@ -13,8 +13,8 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
-import { holdIdleTimer, releaseIdleTimer } from "../contract/deadline_timer.ts";
-import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { holdIdleTimer, releaseIdleTimer } from "../runtime/deadline_timer.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../runtime/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";

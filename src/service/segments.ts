@@ -7,7 +7,7 @@
  */
 
 import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { MAX_ID, type Reservation, type Store } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
