@@ -767,6 +767,14 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "",
     tests: [GUARANTEE],
   },
+  {
+    id: "service/segment-past-form",
+    what: "a segment past its name's public form is refused before it is reserved",
+    file: "src/service/segments.ts",
+    from: "if (from + BigInt(count) <= max) return undefined;",
+    to: "return undefined;",
+    tests: [GUARANTEE],
+  },
   // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
   {
     id: "codec/radix-shortest-form",
