@@ -227,6 +227,34 @@ Deno.test("security: the route comes from the request target only (raw TCP)", as
     assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "an ID was made");
   });
 
+  await t.step("a path the URL parser would rewrite (dot segments, backslashes): 400", async () => {
+    // A proxy allowing /healthz or /v1/ids/ by prefix passed these on, and the URL parser made
+    // them /v1/ids/order and /v1/segments/order (before: 200, an ID; 400 bad_segment).
+    for (
+      const target of [
+        "/healthz/../v1/ids/order",
+        "/healthz/%2e%2e/v1/ids/order",
+        "/healthz/.%2E/v1/ids/order",
+        "/healthz\\..\\v1\\ids\\order",
+        "/v1/ids/x\\..\\..\\segments\\order",
+        "/v1/ids/./order",
+        "/v1/ids/order/..",
+        "/healthz#/../v1/ids/order",
+        `http://127.0.0.1:${p}/healthz/../v1/ids/order`,
+      ]
+    ) {
+      const a = await raw(p, request(p, `POST ${target}`, [bearer(ALL)], "{}"));
+      assert.equal(a.status, 400, `${target}: ${a.body}`);
+      assert.match(a.body, /bad_request/, target);
+    }
+    assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "an ID was made");
+    // What stays: a name holding dots, percent-encoded slashes and backslashes.
+    for (const name of ["a..b", "...", "a%2Fb", "a%5Cb", "v1.2"]) {
+      const a = await raw(p, request(p, `POST /v1/ids/${name}`, [bearer(ALL)]));
+      assert.equal(a.status, 200, `${name}: ${a.body}`);
+    }
+  });
+
   await t.step("behind Deno.serve (which pastes the Host in front of the path): 400", async () => {
     await using direct = await (async () => {
       const client = await createClient({ url: server.url }).connect();
@@ -365,6 +393,32 @@ Deno.test("security: the unauthenticated mode answers no request a web page can 
       assert.equal(a.status, status, `${what}: ${a.body}`);
     }
     assert.equal(await counters(), before, "a counter changed");
+  });
+
+  await t.step("behind Deno.serve: the guard reads the path as the router does", async () => {
+    // Deno.serve hands the target on as sent; the guard read it through new URL(), which made
+    // /v1/ids/x\..\..\..\healthz the probe path /healthz and skipped every check (before: 200,
+    // 3 IDs for evil.example). Browsers send no raw backslash; a local program might.
+    const client = await createClient({ url: server.url }).connect();
+    const service = createHandler({ redis: fromNodeRedis(client), auth: "none", log() {} });
+    const d = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.fetch);
+    try {
+      const dp = d.addr.port;
+      for (
+        const target of [
+          "GET /v1/ids/x\\..\\..\\..\\healthz?count=3",
+          "GET /v1/ids/x\\..\\..\\..\\readyz",
+        ]
+      ) {
+        const a = await raw(dp, request(dp, target, [`Host: evil.example:${dp}`, evil]));
+        assert.equal(a.status, 403, `${target}: ${a.body}`);
+      }
+      assert.equal(await counters(), before, "a counter changed");
+    } finally {
+      await d.shutdown();
+      await service.close();
+      client.destroy();
+    }
   });
 
   await t.step(
