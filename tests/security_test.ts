@@ -73,28 +73,40 @@ function request(port: number, line: string, headers: string[] = [], body = ""):
 const bearer = (token: string) => `Authorization: Bearer ${token}`;
 const JSON_TYPE = "Content-Type: application/json";
 
-/** The name still serves: the service's IDs, a segment, and a KvId on the same counter, disjoint. */
+/**
+ * The name still serves: the service's IDs, two `HttpStore` clients (the `*` token and the
+ * scoped one; any token without tokens) and a `KvId` on the same counter, each giving back its
+ * unused top on close and the next ones reserving after it, no ID twice.
+ */
 async function stillServing(server: TestServer, url: string, name: string): Promise<void> {
-  const res = await fetch(`${url}/v1/ids/${name}?count=3`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ALL}`, "content-type": "application/json" },
-  });
-  assert.equal(res.status, 200);
-  const fromService = (await res.text()).trim().split("\n").map(BigInt);
-  await using edge = new KvId(name, {
-    store: new HttpStore(url, { token: ALL }),
-    bigint: true,
-    minStep: 5,
-    maxStep: 5,
-  });
-  const fromEdge = await edge.nextBatch(5);
+  const all: bigint[] = [];
+  const fromService = async () => {
+    const res = await fetch(`${url}/v1/ids/${name}?count=3`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALL}`, "content-type": "application/json" },
+    });
+    assert.equal(res.status, 200);
+    all.push(...(await res.text()).trim().split("\n").map(BigInt));
+  };
+  const edge = (token: string) =>
+    new KvId(name, {
+      store: new HttpStore(url, { token }),
+      bigint: true,
+      minStep: 5,
+      maxStep: 5,
+    });
   const client = await createClient({ url: server.url }).connect();
   try {
-    await using direct = new KvId(name, { redis: fromNodeRedis(client), bigint: true });
-    const fromDirect = await direct.nextBatch(5);
-    const all = [...fromService, ...fromEdge, ...fromDirect];
+    await fromService();
+    for (let round = 0; round < 2; round++) {
+      await using first = edge(ALL);
+      await using second = edge(ORDERS);
+      await using direct = new KvId(name, { redis: fromNodeRedis(client), bigint: true });
+      all.push(await first.next(), await second.next(), await direct.next());
+      all.push(...await second.nextBatch(3), ...await first.nextBatch(3));
+      await fromService();
+    }
     assert.equal(new Set(all).size, all.length, `a duplicate among ${all.join(",")}`);
-    await direct.close();
   } finally {
     client.destroy();
   }
