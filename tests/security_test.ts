@@ -468,8 +468,20 @@ Deno.test("security: the unauthenticated mode answers no request a web page can 
 Deno.test("security: failed authentication is limited per peer (429, Retry-After, counted)", async (t) => {
   await using server = await startServer();
   await using s = await serve(server, { tokens: TOKENS });
-  const ask = (token: string, path = "/v1/ids/order") =>
-    fetch(`${s.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+  // Each request claims another client address: a header any client can send, never the peer.
+  let n = 0;
+  const ask = (token: string, path = "/v1/ids/order") => {
+    const ip = `10.0.${n >> 8}.${n++ & 255}`;
+    return fetch(`${s.url}${path}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "x-forwarded-for": ip,
+        "x-real-ip": ip,
+        forwarded: `for=${ip}`,
+      },
+    });
+  };
 
   await t.step("10 failures a minute are 401; then 429 until the minute is over", async () => {
     for (let i = 0; i < 10; i++) {
