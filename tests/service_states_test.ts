@@ -24,7 +24,7 @@ function sample(metrics: string, series: string): number | undefined {
 }
 
 /** The service as `deno task serve` makes it from its environment, on `url`. */
-async function serviceOn(url: string, more: Record<string, string> = {}) {
+function serviceOn(url: string, more: Record<string, string> = {}) {
   const env = new Map(Object.entries({ KVID_REDIS_URL: url, KVID_TOKENS: `${TOKEN}:*`, ...more }));
   const config = optionsFromEnv((name) => env.get(name));
   const svc = serveService({ ...config.options, timeout: 1_000 });
