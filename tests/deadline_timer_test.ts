@@ -93,3 +93,27 @@ Deno.test("deadline timer: a process with an open, idle generator exits by itsel
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
   assert.equal(new TextDecoder().decode(out.stdout).trim(), "1 1");
 });
+
+Deno.test("deadline timer: a timer late by a blocked loop waits at most the timeout once more", async () => {
+  // performance.now() and setTimeout held: the timer's first wait (100 ms) fires 1,000 ms late
+  // (a blocked event loop); the second wait must be at most the timeout, not as long as it was
+  // late, so a store that hung fails within twice the caller's timeout.
+  const realNow = performance.now;
+  const realSetTimeout = globalThis.setTimeout;
+  let clock = realNow.call(performance);
+  const waits: number[] = [];
+  performance.now = () => clock;
+  globalThis.setTimeout = ((fn: () => void, ms = 0) => {
+    waits.push(ms);
+    clock += waits.length === 1 ? 1_000 : ms; // the first: the loop blocked for 1 s
+    return realSetTimeout(fn, 0);
+  }) as typeof setTimeout;
+  try {
+    const never = new Promise<number>(() => {});
+    await assert.rejects(withDeadline(never, 100, () => new Error("hung")), /hung/);
+  } finally {
+    performance.now = realNow;
+    globalThis.setTimeout = realSetTimeout;
+  }
+  assert.deepEqual(waits.map(Math.round), [100, 100]);
+});
