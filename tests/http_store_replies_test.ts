@@ -28,6 +28,8 @@ const OPTIONS = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
 
 const CASES: [string, { first: string; last: string }[]][] = [
   ["a reversed range", [{ first: "20", last: "11" }]],
+  // Reversed by one it counts 0 IDs: the total is still the 10 asked for.
+  ["a reversed range after a good one", [{ first: "1", last: "10" }, { first: "30", last: "29" }]],
   ["a hexadecimal bound", [{ first: "0x10", last: "0x19" }]],
   ["an exponent", [{ first: "1", last: "1e1" }]],
   ["a bound with a space", [{ first: " 1", last: "10" }]],
