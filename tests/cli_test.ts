@@ -397,14 +397,3 @@ Deno.test("cli on an interleaved counter: refuses what would break it, lists cou
   assert.match(clean.stdout, /deleted 0 day fields/);
   assert.deepEqual(await fields(), before, "nothing written");
 });
-
-Deno.test("cli: durability exits 1 for a server a generator would refuse, with --json too", async () => {
-  await using server = await startServer({ persistence: "snapshots" }); // appendonly no
-  const url = server.url;
-  const plain = expect(await kvid(["durability", "--url", url]), 1, /can lose reservations/);
-  assert.match(plain.stdout, /durable: NO/);
-  const json = expect(await kvid(["durability", "--json", "--url", url]), 1);
-  const d = JSON.parse(json.stdout);
-  assert.equal(d.durable, false);
-  assert.ok(d.problems.some((p: string) => /AOF is off/.test(p)), json.stdout);
-});

@@ -49,7 +49,10 @@ export const TARGETS: readonly Target[] = [
     ],
   },
   { file: "src/cli/exit.ts", tests: ["tests/cli_test.ts"] },
-  { file: "src/cli/commands/durability.ts", tests: ["tests/cli_test.ts"] },
+  {
+    file: "src/cli/commands/durability.ts",
+    tests: ["tests/cli_durability_test.ts", "tests/cli_test.ts"],
+  },
   {
     file: "src/engine/step.ts",
     tests: ["tests/step_units_test.ts", "tests/engine_test.ts", "tests/evidence_test.ts"],
@@ -106,6 +109,10 @@ export const TARGETS: readonly Target[] = [
 export const EQUIVALENT: Readonly<Record<string, string>> = {
   "src/engine/user_floor.ts|if (floor > this.value) this.value = floor;|>|>=":
     "an answer equal to the value kept assigns the same bigint",
+  "src/cli/commands/durability.ts|const d = store.durability === undefined|store.durability === undefined|false":
+    "every store the CLI opens (Redis, PostgreSQL, MySQL, interleaved) has durability()",
+  "src/cli/commands/durability.ts|? { durable: true, settings: {}, problems: [] }|true|false":
+    "every store the CLI opens has durability(): this fallback is never taken",
 };
 
 /** A test file run for one mutant is killed after this long. */

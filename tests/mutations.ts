@@ -967,7 +967,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/cli/commands/durability.ts",
     from: "if (!d.durable) {",
     to: "if (!d.durable && !json) {",
-    tests: ["tests/cli_test.ts"],
+    tests: ["tests/cli_durability_test.ts"],
   },
   {
     id: "deadline/extension-bounded",
