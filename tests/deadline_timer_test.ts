@@ -4,7 +4,12 @@ import "./deadline.ts"; // a time limit on every test of this file
 // the kept timer, nothing left after the release, and a process with an idle generator open
 // still exits by itself.
 import assert from "node:assert/strict";
-import { holdIdleTimer, releaseIdleTimer, withDeadline } from "../src/contract/deadline_timer.ts";
+import {
+  deadlineTimer,
+  holdIdleTimer,
+  releaseIdleTimer,
+  withDeadline,
+} from "../src/contract/deadline_timer.ts";
 
 /** Run `fn` counting the `setTimeout` calls made meanwhile. */
 async function countingTimers(fn: () => Promise<void>): Promise<number> {
@@ -116,4 +121,28 @@ Deno.test("deadline timer: a timer late by a blocked loop waits at most the time
     globalThis.setTimeout = realSetTimeout;
   }
   assert.deepEqual(waits.map(Math.round), [100, 100]);
+});
+
+/** Poll `check` every timer turn until it holds or `ms` passed; returns whether it held. */
+async function eventually(check: () => boolean, ms = 5_000): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!check() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  return check();
+}
+
+Deno.test("deadline timer: a cancelled deadline never fires; cancelling twice leaves the others", async () => {
+  const fired: string[] = [];
+  const cancelA = deadlineTimer(20, () => fired.push("a"));
+  const cancelB = deadlineTimer(60, () => fired.push("b"));
+  const cancelC = deadlineTimer(5_000, () => fired.push("c"));
+  cancelA();
+  cancelC();
+  cancelC(); // again: still one deadline (b) live
+  assert.ok(await eventually(() => fired.length > 0), "b fired");
+  assert.deepEqual(fired, ["b"]);
+  cancelB(); // after it fired: nothing
+  const cancelD = deadlineTimer(10, () => fired.push("d"));
+  assert.ok(await eventually(() => fired.length > 1), "d fired");
+  assert.deepEqual(fired, ["b", "d"]);
+  cancelD();
 });

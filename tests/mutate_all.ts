@@ -113,6 +113,16 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "every store the CLI opens (Redis, PostgreSQL, MySQL, interleaved) has durability()",
   "src/cli/commands/durability.ts|? { durable: true, settings: {}, problems: [] }|true|false":
     "every store the CLI opens has durability(): this fallback is never taken",
+  // The ramp-up: outlast = ceil(rate * tripMs * 8) is <= 0 unless both are positive (tripMs is
+  // never negative, a rate never NaN: now > since), and a step is >= 1: the guard only skips it.
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|tripMs > 0 && rate > 0|true":
+    "without both positive, outlast <= 0 never exceeds a step >= 1",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|&&|||":
+    "with either not positive, outlast <= 0 never exceeds a step >= 1",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|>|>=":
+    "tripMs or rate 0 makes outlast 0, which never exceeds a step >= 1 (both operands)",
+  "src/engine/step.ts|if (outlast > this.step) this.step = Math.min(outlast, this.#max);|>|>=":
+    "outlast equal to the step sets min(step, maxStep), the step itself",
 };
 
 /** A test file run for one mutant is killed after this long. */
