@@ -146,3 +146,69 @@ Deno.test("deadline timer: a cancelled deadline never fires; cancelling twice le
   assert.deepEqual(fired, ["b", "d"]);
   cancelD();
 });
+
+/** Run `fn` with performance.now() held and each setTimeout advancing it by its own delay. */
+async function heldClock(fn: () => Promise<void>): Promise<number[]> {
+  const realNow = performance.now;
+  const realSetTimeout = globalThis.setTimeout;
+  let clock = realNow.call(performance);
+  const waits: number[] = [];
+  performance.now = () => clock;
+  globalThis.setTimeout = ((cb: () => void, ms = 0) => {
+    waits.push(ms);
+    return realSetTimeout(() => {
+      clock += ms; // exactly on time: never a blocked loop
+      cb();
+    }, 0);
+  }) as typeof setTimeout;
+  try {
+    await fn();
+  } finally {
+    performance.now = realNow;
+    globalThis.setTimeout = realSetTimeout;
+  }
+  return waits;
+}
+
+Deno.test("deadline timer: deadlines fire in the order of their due times, however added", async () => {
+  const fired: number[] = [];
+  const order = [50, 10, 40, 20, 70, 30, 5, 45, 15, 60, 25, 35];
+  await heldClock(async () => {
+    const all = order.map((ms) =>
+      withDeadline(new Promise(() => {}), ms, () => new Error(String(ms))).catch(() => {
+        fired.push(ms);
+      })
+    );
+    await Promise.all(all);
+  });
+  assert.deepEqual(fired, [...order].sort((a, b) => a - b));
+});
+
+Deno.test("deadline timer: held twice, released once, the kept timer stays for the next deadlines", async () => {
+  holdIdleTimer();
+  holdIdleTimer();
+  try {
+    await quick(); // arms the kept timer
+    releaseIdleTimer(); // one holder left
+    const made = await countingTimers(async () => {
+      for (let i = 0; i < 10; i++) assert.equal(await quick(), 1);
+    });
+    assert.equal(made, 0, "the kept timer served them");
+  } finally {
+    releaseIdleTimer();
+  }
+});
+
+Deno.test("deadline timer: a release without a hold does not cancel the next hold", async () => {
+  // Released more often than held (by this file's earlier tests or not): none is held after.
+  for (let i = 0; i < 100; i++) releaseIdleTimer();
+  holdIdleTimer();
+  try {
+    const made = await countingTimers(async () => {
+      for (let i = 0; i < 10; i++) assert.equal(await quick(), 1);
+    });
+    assert.equal(made, 1);
+  } finally {
+    releaseIdleTimer();
+  }
+});
