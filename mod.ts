@@ -99,14 +99,17 @@
  * - [Operating it](docs/operations.md): restarts and give-back, outages and `failFast`, data loss,
  *   reading `stats()` and events.
  * - [Adding a store](docs/adding-a-store.md): the files a new backend touches.
- * - [Benchmarks](bench/README.md), with the date and setup of every figure, and
- *   [the generated tables](bench/RESULTS.md).
+ * - [Clients](docs/clients.md): the adapters, `configure` and `shutdown`.
+ * - [The ID service](docs/service.md): its variables, endpoints, tokens, status page, deployment.
+ * - [Public IDs](docs/public-ids.md): the forms of `@kvid/core/codec`.
+ * - [Benchmarks](bench/RESULTS.md), with the machine and the date, and
+ *   [what each bench measures](bench/README.md).
  *
  * @module
  */
 
 // Installs the resolver of the `redis` option and configure()'s default: the engine itself names
-// no store (src/contract/store_source.ts).
+// no store (src/runtime/store_source.ts).
 import "./src/stores/redis/redis_option.ts";
 
 export {
@@ -118,7 +121,7 @@ export {
   type NodeRedisLike,
 } from "./src/stores/redis/adapters.ts";
 export { configure, type KvIdDefaults } from "./src/stores/redis/configure.ts";
-export { shutdown } from "./src/contract/shutdown.ts";
+export { shutdown } from "./src/runtime/shutdown.ts";
 export { DailyId, type DailyIdConstructor } from "./src/daily/daily.ts";
 export type {
   DailyCleanupDetail,

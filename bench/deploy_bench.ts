@@ -79,7 +79,7 @@ async function coldStart(): Promise<void> {
     },
     // The same right after another generator's first ID (untimed, still open): the path has
     // just run, so its code and data are warm (and the deadline timer is kept, see
-    // src/contract/deadline_timer.ts). Against the row above: what running the path cold costs.
+    // src/runtime/deadline_timer.ts). Against the row above: what running the path cold costs.
     "new KvId().next() right after another's": async (i) => {
       const other = new KvId(field("cold-other", String(i)), { redis, key: BENCH_KEY });
       await other.next();

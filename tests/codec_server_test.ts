@@ -23,13 +23,16 @@ Deno.test("service: public forms per name from KVID_FORMATS, the key from KVID_I
   await using service = createHandler({ ...config.options, log: (l) => logged.push(l) });
   const order = encrypted(decimal(12), { ...parseKeys(KEY), tweak: "order" });
 
-  const text = await service.fetch(new Request("http://localhost/v1/ids/order?count=3"));
+  const text = await service.fetch(
+    new Request("http://localhost/v1/ids/order?count=3", { method: "POST" }),
+  );
   assert.equal(text.status, 200);
   const lines = (await text.text()).trimEnd().split("\n").map((l) => l.split("\t"));
   assert.deepEqual(lines, [1, 2, 3].map((id) => [String(id), order.encode(id)]));
 
   const json = await service.fetch(
     new Request("http://localhost/v1/ids/invoice?count=2", {
+      method: "POST",
       headers: { accept: "application/json" },
     }),
   );
@@ -39,7 +42,9 @@ Deno.test("service: public forms per name from KVID_FORMATS, the key from KVID_I
     encoded: ["00000001", "00000002"],
   });
   // A name without a form answers as before.
-  const plain = await service.fetch(new Request("http://localhost/v1/ids/user"));
+  const plain = await service.fetch(
+    new Request("http://localhost/v1/ids/user", { method: "POST" }),
+  );
   assert.equal(await plain.text(), "1\n");
   assert.ok(logged.every((l) => !l.includes(KEY)), logged.join("\n"));
   await service.close();
@@ -68,7 +73,7 @@ Deno.test("service: a bad KVID_FORMATS or KVID_ID_KEY refuses to start, naming i
   }
 });
 
-Deno.test("service: a counter past its form's domain answers 500 and logs it, naming no key", async () => {
+Deno.test("service: a counter past its form's domain answers 409 domain and logs it, naming no key", async () => {
   using store = new DenoKvStore(":memory:");
   // Another writer took the counter to 999,998: 6 digits hold one more ID.
   await store.reserve("kvid", "order", 999_998, {
@@ -85,11 +90,13 @@ Deno.test("service: a counter past its form's domain answers 500 and logs it, na
     codecs: new Map([["order", encrypted(decimal(6), { ...keys, tweak: "order" })]]),
     log: (l) => logged.push(l),
   });
-  const ok = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  const ok = await service.fetch(new Request("http://localhost/v1/ids/order", { method: "POST" }));
   assert.match(await ok.text(), /^999999\t1\d{6}\n$/);
-  const past = await service.fetch(new Request("http://localhost/v1/ids/order"));
-  assert.equal(past.status, 500);
-  assert.equal((await past.json()).error.code, "internal");
+  const past = await service.fetch(
+    new Request("http://localhost/v1/ids/order", { method: "POST" }),
+  );
+  assert.equal(past.status, 409);
+  assert.equal((await past.json()).error.code, "domain");
   assert.ok(
     logged.some((l) => /1000000 is outside the codec's domain 0\.\.999999/.test(l)),
     logged.join("\n"),

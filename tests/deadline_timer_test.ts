@@ -1,5 +1,5 @@
 import "./deadline.ts"; // a time limit on every test of this file
-// The shared deadline timer (src/contract/deadline_timer.ts) kept between deadlines while a
+// The shared deadline timer (src/runtime/deadline_timer.ts) kept between deadlines while a
 // generator holds it: one setTimeout for many deadlines, deadlines still on time either side of
 // the kept timer, nothing left after the release, and a process with an idle generator open
 // still exits by itself.
@@ -9,7 +9,7 @@ import {
   holdIdleTimer,
   releaseIdleTimer,
   withDeadline,
-} from "../src/contract/deadline_timer.ts";
+} from "../src/runtime/deadline_timer.ts";
 
 /** Run `fn` counting the `setTimeout` calls made meanwhile. */
 async function countingTimers(fn: () => Promise<void>): Promise<number> {

@@ -6,7 +6,7 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
-import { KVID_DEFAULTS } from "../src/engine/defaults.ts";
+import { KVID_DEFAULTS, KVID_OPTIONS } from "../src/engine/defaults.ts";
 import { resolveOptions } from "../src/engine/settings.ts";
 
 const source = await Deno.readTextFile(
@@ -61,4 +61,21 @@ Deno.test("a generator without options runs on KVID_DEFAULTS", async () => {
   assert.equal(id.stats().step, KVID_DEFAULTS.minStep);
   assert.equal(id.stats().durability.mode, KVID_DEFAULTS.durability);
   await id.close();
+});
+
+Deno.test("docs/api.md's option table: the options of KVID_OPTIONS, with their defaults", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/api.md", import.meta.url));
+  const section = doc.slice(
+    doc.indexOf("## Options"),
+    doc.indexOf("\n## ", doc.indexOf("## Options") + 1),
+  );
+  const rows = new Map<string, string>();
+  for (const m of section.matchAll(/^\| `(\w+)` +\| ([^|]*?) +\|/gm)) rows.set(m[1], m[2]);
+  assert.deepEqual([...rows.keys()].sort(), Object.keys(KVID_OPTIONS).sort());
+  for (const [name, rule] of Object.entries(KVID_OPTIONS)) {
+    if (rule.default === undefined) continue;
+    const cell = /^`(.*)`( ms)?$/.exec(rows.get(name)!);
+    assert.ok(cell !== null, `docs/api.md: ${name}'s default ${rows.get(name)}`);
+    assert.deepEqual(parse(cell[1]), rule.default, `docs/api.md: ${name}'s default`);
+  }
 });

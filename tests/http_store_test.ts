@@ -17,14 +17,16 @@ import { runStoreSpec } from "./stores/store_spec.ts";
 
 const ALL = "http-store-all-0123456789";
 const ORDERS = "http-store-orders-012345";
-const TOKENS = `${ALL}:*,${ORDERS}:order`;
+const ADMIN = "http-store-admin-0123456789";
+const TOKENS = `${ALL}:*,${ORDERS}:order,${ADMIN}:admin=*`;
 
 Deno.test("store spec: HttpStore through the service on Redis", async (t) => {
   await using server = await startServer();
   await using client = await openClient("node-redis", server.url);
   await using s = serveService({ redis: client.redis, tokens: TOKENS });
   await runStoreSpec(t, {
-    store: new HttpStore(s.url, { token: ALL }),
+    // Administrative: the spec raises counters far past their value.
+    store: new HttpStore(s.url, { token: ADMIN }),
     contiguous: true,
     key: "kvid",
     corrupt: async (key, field) => void await command(server.url, "HSET", key, field, "x1"),

@@ -46,3 +46,34 @@ Deno.test("layout: an engine file importing a store is caught, whatever the impo
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("layout: the runtime sees only the contract; a store imports nothing of daily/", async () => {
+  const root = await Deno.makeTempDir({ prefix: "kvid-layout-" });
+  try {
+    const at = (p: string) => `${root}/${p}`;
+    for (const d of ["src/runtime", "src/stores/sql", "src/engine", "src/contract", "src/daily"]) {
+      await Deno.mkdir(at(d), { recursive: true });
+    }
+    const files: Record<string, string> = {
+      "src/contract/errors.ts": "export const e = 1;\n",
+      "src/daily/calendar.ts": "export const c = 1;\n",
+      "src/engine/kvid.ts": 'import { s } from "../runtime/shutdown.ts";\n',
+      "src/runtime/shutdown.ts":
+        'import { e } from "../contract/errors.ts";\nimport { k } from "../engine/kvid.ts";\n',
+      "src/stores/sql/table_values.ts": [
+        'import { s } from "../../runtime/shutdown.ts";',
+        'import { e } from "../../contract/errors.ts";',
+        'import { c } from "../../daily/calendar.ts";',
+        "",
+      ].join("\n"),
+    };
+    for (const [path, text] of Object.entries(files)) await Deno.writeTextFile(at(path), text);
+    const found = await layoutViolations(new URL(`file://${root}/`));
+    assert.deepEqual(found.map((v) => `${v.file} -> ${v.imports}`).sort(), [
+      "src/runtime/shutdown.ts -> src/engine/kvid.ts",
+      "src/stores/sql/table_values.ts -> src/daily/calendar.ts",
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

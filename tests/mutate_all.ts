@@ -58,7 +58,7 @@ export const TARGETS: readonly Target[] = [
     tests: ["tests/step_units_test.ts", "tests/engine_test.ts", "tests/evidence_test.ts"],
   },
   {
-    file: "src/contract/deadline_timer.ts",
+    file: "src/runtime/deadline_timer.ts",
     tests: ["tests/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
   },
   {
@@ -123,6 +123,12 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "tripMs or rate 0 makes outlast 0, which never exceeds a step >= 1 (both operands)",
   "src/engine/step.ts|if (outlast > this.step) this.step = Math.min(outlast, this.#max);|>|>=":
     "outlast equal to the step sets min(step, maxStep), the step itself",
+  "src/runtime/deadline_timer.ts|let idle = false;|false|true":
+    "idle is read only while a timer exists, and the first arm() (disarm) sets it false first",
+  'src/runtime/deadline_timer.ts|return typeof t === "object" && t !== null &&|&&|||':
+    "setTimeout returns an object with ref/unref (Deno 2, Node, Bun), never null or a bare object",
+  'src/runtime/deadline_timer.ts|typeof (t as { unref?: unknown }).unref === "function" &&|&&|||':
+    "every runtime's timer object has both unref and ref, or neither",
 };
 
 /** A test file run for one mutant is killed after this long. */

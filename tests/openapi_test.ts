@@ -31,7 +31,7 @@ async function documentOf(fetch: (req: Request) => Promise<Response>): Promise<D
 function requestFor(path: string, method: string): Request {
   const url = `http://localhost${path.replace("{name}", "order")}`;
   const body = path.endsWith("/release")
-    ? JSON.stringify({ first: "1", last: "1" })
+    ? JSON.stringify({ first: "1", last: "1", receipts: ["AAAAAAAAAAAAAAAAAAAAAA"] })
     : path.endsWith("/step")
     ? JSON.stringify({ step: 10 })
     : path.startsWith("/v1/segments/")
@@ -138,11 +138,30 @@ Deno.test("OpenAPI: real answers match the document's schemas", async () => {
       validate(body),
       `${schema}: ${JSON.stringify(validate.errors)} for ${JSON.stringify(body)}`,
     );
+    return body;
   };
   await check(requestFor("/v1/ids/{name}", "POST"), "IdsResponse", 200);
   await check(requestFor("/v1/daily/{name}", "POST"), "IdsResponse", 200);
   await check(requestFor("/v1/segments/{name}", "POST"), "SegmentResponse", 200);
-  await check(requestFor("/v1/segments/{name}/release", "POST"), "ReleaseResponse", 200);
+  // A release with the receipt of its segment (a name of its own: nothing else reserves it),
+  // as the document describes the request; its replay is refused, as documented.
+  const segmentOf = (path: string, body: unknown) =>
+    new Request(`http://localhost/v1/segments/given${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(body),
+    });
+  const given = await check(segmentOf("", { count: 5 }), "SegmentResponse", 200);
+  const release = { first: "3", last: "5", receipts: [given.receipt] };
+  const validRelease = ajv.getSchema("doc#/components/schemas/ReleaseRequest")!;
+  assert.ok(validRelease(release), JSON.stringify(validRelease.errors));
+  assert.ok(
+    !validRelease({ first: "3", last: "5" }),
+    "the schema takes a release without receipts",
+  );
+  await check(segmentOf("/release", release), "ReleaseResponse", 200);
+  const replay = await check(segmentOf("/release", release), "ServiceError", 409);
+  assert.equal(replay.error.code, "release_refused");
   await check(requestFor("/v1/segments/{name}/step", "PUT"), "StepBody", 200);
   await check(requestFor("/v1/segments/{name}/step", "GET"), "StepBody", 200);
   await check(

@@ -1,8 +1,8 @@
 /**
  * Every Deno block of README.md (fenced as `ts`) runs as written, as a script of its own, against
  * a real server this test starts, and ends by itself having made an ID: its first line of output
- * is `1` (each runs on an empty server; the PostgreSQL block on a PostgreSQL 15 started here, through
- * `DATABASE_URL`, its counter new). `@kvid/core` and `jsr:@kvid/core` resolve to this
+ * is `1` (each runs on an empty server; the SQL blocks on a PostgreSQL 15 and a MariaDB started
+ * here, through `DATABASE_URL` and `MYSQL_URL`, their counters new). `@kvid/core` and `jsr:@kvid/core` resolve to this
  * checkout; `npm:` packages come from the npm registry. The Node and Bun blocks run in
  * `.ci/runtimes` (`readme_runtimes.ts`).
  */
@@ -28,9 +28,12 @@ Deno.test("README: every Deno block runs as written and ends by itself", async (
   const blocks = readmeBlocks(readme).filter((b) => b.runtime === "deno");
   assert.ok(blocks.length >= 5, `found ${blocks.length} Deno blocks`);
   await using server = await startServer();
-  // The PostgreSQL block reads DATABASE_URL (each script inherits this process's environment).
+  // The SQL blocks read DATABASE_URL (PostgreSQL) and MYSQL_URL (MariaDB); each script inherits
+  // this process's environment.
   await using postgres = await startPostgres();
+  await using mariadb = await startMariaDb();
   Deno.env.set("DATABASE_URL", postgres.url);
+  Deno.env.set("MYSQL_URL", mariadb.url);
   const runs = await runInCheckout(blocks, server);
   for (const r of runs) {
     const where = `README.md line ${r.block.line}`;
@@ -99,11 +102,6 @@ const NOT_RUN: { file: string; has: string; why: string }[] = [
     file: "src/stores/redis/adapters.ts",
     has: 'from "bun"',
     why: "Bun only: the README's Bun block runs",
-  },
-  {
-    file: "src/service/mod.ts",
-    has: "createHandler",
-    why: "serves until stopped (server_test.ts)",
   },
   {
     file: "src/stores/deno_kv/deno_kv_store.ts",

@@ -1,7 +1,7 @@
 /**
- * Make the README's screenshot of the status page (docs/service-status.png): run the service on
- * Deno KV in memory, send a few minutes' worth of varying traffic, sign in with headless
- * chromium and capture the page.
+ * Make docs/service.md's screenshot of the status page (docs/service-status.png): run the
+ * service on Deno KV in memory, send a few minutes' worth of varying traffic, sign in with
+ * headless chromium and capture the page.
  *
  *     deno run -A --unstable-kv tests/service_screenshot.ts [out.png] [seconds, default 90]
  *

@@ -129,6 +129,8 @@ export async function startMariaDb(options: SqlServerOptions = {}): Promise<SqlS
       `--datadir=${dir}/data`,
       "--auth-root-authentication-method=normal",
       "--skip-test-db",
+      // Its own temp dir: the shared /tmp let a concurrent install delete this one's temp table.
+      `--tmpdir=${dir}`,
       ...(Deno.uid() === 0 ? ["--user=root"] : []),
     ], "mariadb-install-db");
     // The database the tests use, made by the server itself on first start.
@@ -243,6 +245,7 @@ class LocalSqlServer implements SqlServer {
         `--bind-address=${HOST}`,
         `--socket=${this.#dir}/mariadb.sock`,
         `--pid-file=${this.#dir}/mariadb.pid`,
+        `--tmpdir=${this.#dir}`,
         "--skip-name-resolve",
         "--innodb-buffer-pool-size=32M",
         ...(Deno.uid() === 0 ? ["--user=root"] : []),

@@ -1,8 +1,11 @@
 /**
  * The dependency rule of `src/`, checked from the imports themselves (`deno task check` runs
- * this file; `tests/layout_test.ts` holds it in the suite): the contract depends on nothing, the
- * engine and `DailyId` see only the contract (a store plugs in through it without the engine
- * knowing its name), and no store reaches up into the engine, the service or the CLI.
+ * this file; `tests/layout_test.ts` holds it in the suite): the contract (types, errors, pure
+ * checks) depends on nothing; the runtime (process state: the shared deadline timer, the
+ * shutdown registry, the store source, the server reads' staleness) on the contract alone; the
+ * engine and `DailyId` see only the contract and the runtime (a store plugs in through them
+ * without the engine knowing its name); and no store reaches up into the engine, `DailyId`, the
+ * service or the CLI.
  *
  *     deno run --allow-read tools/layout_rule.ts    # exits 1 and names each import that breaks it
  *
@@ -12,12 +15,13 @@
 /** Where a folder of `src/` may import from (prefixes of paths under the repository root). */
 export const LAYOUT_RULES: ReadonlyArray<{ from: string; only: readonly string[] }> = [
   { from: "src/contract/", only: ["src/contract/"] },
-  { from: "src/engine/", only: ["src/contract/", "src/engine/"] },
-  { from: "src/daily/", only: ["src/contract/", "src/engine/", "src/daily/", "src/codec/"] },
+  { from: "src/runtime/", only: ["src/contract/", "src/runtime/"] },
+  { from: "src/engine/", only: ["src/contract/", "src/runtime/", "src/engine/"] },
   {
-    from: "src/stores/",
-    only: ["src/contract/", "src/stores/", "src/daily/calendar.ts", "src/daily/keep_days.ts"],
+    from: "src/daily/",
+    only: ["src/contract/", "src/runtime/", "src/engine/", "src/daily/", "src/codec/"],
   },
+  { from: "src/stores/", only: ["src/contract/", "src/runtime/", "src/stores/"] },
 ];
 
 /** One import that breaks {@linkcode LAYOUT_RULES}. */

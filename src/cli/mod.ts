@@ -82,7 +82,7 @@
  */
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { redactStoreUrl } from "../stores/store_url.ts";
 import { parse, type Parsed } from "./args.ts";
 import type { Context } from "./command.ts";

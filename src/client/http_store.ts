@@ -10,6 +10,7 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
 import type {
+  ReleaseRequest,
   ReleaseResponse,
   SegmentRequest,
   SegmentResponse,
@@ -34,6 +35,15 @@ export interface HttpStoreOptions {
 const KEY = "kvid";
 const MAX_ID = (1n << 63n) - 1n;
 const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
+/** Segments whose receipts are kept per counter (the newest), and counters kept (the latest). */
+const HELD_PER_FIELD = 8;
+const HELD_FIELDS = 10_000;
+
+/** A segment the service handed out, and the receipt a release of its IDs shows. */
+interface Held {
+  readonly ranges: readonly IdRange[];
+  readonly receipt: string;
+}
 
 /**
  * A store whose reservations are `POST /v1/segments/{name}` to the ID service. Only the
@@ -48,7 +58,15 @@ const DECIMAL = /^(0|[1-9][0-9]{0,18})$/;
  * refusing its configuration (500 `store_config`); the store refusing the reservation (500
  * `internal`) is `reply`; the service unreachable, restarting or answering 503/502/504/429 is
  * `connection`/`unavailable` (retried until the generator's timeout); a counter at 2^63-1 is
- * `overflow`.
+ * `overflow`. A redirect is not followed (the token and the body would go where it points): it
+ * is `config`, naming its `Location`; a segment answer of more or fewer IDs than asked is `reply`.
+ * A raise past the counter plus one maximum segment (a `floor` option far above the
+ * counter, a large `rollbackMargin`) needs an administrative token (403: `config`).
+ *
+ * Give-back (`release`, on close) shows the receipts of the segments the range lies in, kept
+ * from their answers (the newest 8 per counter): the service gives back only IDs it handed to
+ * this token, once. A range whose receipts are gone (the service restarted since, or refused
+ * them) is not given back: a gap, never a duplicate.
  *
  * @example An edge process on the service's counters
  * ```ts
@@ -75,6 +93,7 @@ export class HttpStore implements Store {
   readonly #auth: string;
   readonly #timeout: number;
   readonly #fetch: typeof fetch;
+  readonly #held = new Map<string, Held[]>();
 
   /**
    * A store on the service at `url`, authenticated with `options.token`. Throws a TypeError on
@@ -135,17 +154,43 @@ export class HttpStore implements Store {
     if (ranges === undefined) {
       throw new KvIdError("reply", "the service's segment answer is malformed", { key, field });
     }
+    if (typeof answer?.receipt === "string") this.#hold(field, { ranges, receipt: answer.receipt });
     return { ranges, raised: answer?.raised === true };
   }
 
-  /** Give back the unused tail of the last reservation; see {@linkcode Store.release}. */
+  /**
+   * Give back the unused tail of the last reservations, with their receipts; see
+   * {@linkcode Store.release}. False without a receipt for it, or when the service refuses.
+   */
   async release(key: string, field: string, range: IdRange): Promise<boolean> {
     this.#checkKey(key, field);
-    const answer = await this.#call<ReleaseResponse>("POST", field, "/release", {
+    const held = this.#held.get(field) ?? [];
+    const shown = held.filter((h) =>
+      h.ranges.some((r) => r.last >= range.first && r.first <= range.last)
+    );
+    if (shown.length === 0) return false;
+    // Good for one release, whatever the answer.
+    const left = held.filter((h) => !shown.includes(h));
+    if (left.length === 0) this.#held.delete(field);
+    else this.#held.set(field, left);
+    const body: ReleaseRequest = {
       first: String(range.first),
       last: String(range.last),
-    }, true);
+      receipts: shown.map((h) => h.receipt),
+    };
+    const answer = await this.#call<ReleaseResponse>("POST", field, "/release", body, true);
     return answer?.released === true;
+  }
+
+  /** Keep the receipt of a segment of `field`. */
+  #hold(field: string, segment: Held): void {
+    let list = this.#held.get(field);
+    if (list === undefined) {
+      if (this.#held.size >= HELD_FIELDS) this.#held.delete(this.#held.keys().next().value!);
+      this.#held.set(field, list = []);
+    }
+    list.push(segment);
+    if (list.length > HELD_PER_FIELD) list.shift();
   }
 
   /** The step remembered next to the counter; see {@linkcode Store.loadStep}. */
@@ -197,12 +242,25 @@ export class HttpStore implements Store {
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.#timeout),
+        // A redirect is not followed: it would send the token and the body to another origin.
+        redirect: "manual",
       });
     } catch (cause) {
       throw new KvIdError(
         "connection",
         `the ID service could not be reached: ${cause instanceof Error ? cause.message : cause}`,
         { ...where, cause },
+      );
+    }
+    if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+      const location = res.headers.get("location");
+      await res.body?.cancel();
+      throw new KvIdError(
+        "config",
+        `the ID service answered a redirect (HTTP ${res.status}) to ${
+          location === null ? "an unknown location" : JSON.stringify(location.slice(0, 200))
+        }: not followed; give HttpStore the service's own URL`,
+        where,
       );
     }
     let text: string;
@@ -230,6 +288,9 @@ export class HttpStore implements Store {
     if (optional && (res.status === 501 || (res.status === 404 && error?.code !== "forbidden"))) {
       return undefined;
     }
+    // A release the service would not take (receipts unknown after a restart, someone reserved
+    // since): not given back.
+    if (res.status === 409 && error?.code === "release_refused") return undefined;
     const said = `HTTP ${res.status}${error ? ` ${error.code}: ${error.message}` : ""}`;
     if (res.status === 401 || res.status === 403) {
       throw new KvIdError("config", `the ID service refused the token (${said})`, where);
@@ -251,7 +312,10 @@ export class HttpStore implements Store {
   }
 }
 
-/** The ranges of a segment answer as bigints, or undefined when they are not `count` IDs. */
+/**
+ * The ranges of a segment answer as bigints, or undefined when they are not `count` IDs exactly
+ * (fewer, or more than asked for), increasing and within 1..2^63-1.
+ */
 function parseRanges(answer: SegmentResponse | undefined, count: number): IdRange[] | undefined {
   if (answer === undefined || !Array.isArray(answer.ranges) || answer.ranges.length === 0) {
     return undefined;
@@ -268,5 +332,7 @@ function parseRanges(answer: SegmentResponse | undefined, count: number): IdRang
     total += last - first + 1n;
     previous = last;
   }
-  return total >= BigInt(count) ? ranges : undefined;
+  // Exactly what was asked: more would be IDs this client was never given (a service or a
+  // proxy answering 1..2^63-1 hands it IDs that others hold).
+  return total === BigInt(count) ? ranges : undefined;
 }

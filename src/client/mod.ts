@@ -15,10 +15,9 @@
  * asks the service once per segment, not once per ID. IDs from the service's `/v1/ids` and from
  * every `HttpStore` process on the same name come from one counter: unique, trend-increasing.
  *
- * Measured (`deno bench -A bench/http_store_bench.ts`, 2026-12-01, Deno 2.9.6, Redis 7.0, 2
- * shared cores at load 8): `next()` on `HttpStore` 93 ns per ID against 119 ns on `RedisStore`
- * in the same run (the prefetch hides the HTTP round trip); the service answered 338
- * reservations/s one at a time and 874/s 16 at once, each a guarded `HINCRBY` on Redis.
+ * The prefetch hides the HTTP round trip: `next()` on `HttpStore` costs what it costs on
+ * `RedisStore` (`bench/http_store_bench.ts` measures both; figures in bench/RESULTS.md). The
+ * service and deployment: [docs/service.md](docs/service.md).
  *
  * Tested (tests/http_store_test.ts): the shared store spec through the service on Redis; 4
  * processes of `KvId` on `HttpStore` against 2 service instances on one Redis, one instance
@@ -30,6 +29,7 @@
 export { HttpStore, type HttpStoreOptions } from "./http_store.ts";
 export type {
   IdsResponse,
+  ReleaseRequest,
   ReleaseResponse,
   SegmentRange,
   SegmentRequest,

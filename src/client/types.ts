@@ -19,10 +19,14 @@ export type ServiceErrorCode =
   | "too_many_generators"
   | "request_too_large"
   | "overflow"
+  | "domain"
+  | "release_refused"
   | "unavailable"
   | "shutting_down"
   | "store_config"
-  | "internal";
+  | "internal"
+  | "unsupported_media_type"
+  | "too_many_failures";
 
 /**
  * Every error answer: `{"error": {"code", "message"}}` with the HTTP status.
@@ -119,7 +123,12 @@ export interface SegmentRequest {
  * import type { SegmentResponse } from "@kvid/core/client";
  * import assert from "node:assert/strict";
  *
- * const body: SegmentResponse = { name: "order", ranges: [{ first: "1", last: "1000" }], raised: false };
+ * const body: SegmentResponse = {
+ *   name: "order",
+ *   ranges: [{ first: "1", last: "1000" }],
+ *   raised: false,
+ *   receipt: "q3vJd0Zr8sXmE2kWn5tYbA",
+ * };
  * assert.ok(body.ranges.length === 1);
  * ```
  */
@@ -130,19 +139,45 @@ export interface SegmentResponse {
   ranges: SegmentRange[];
   /** True when the counter was below `floor` and raised first (a rollback). */
   raised: boolean;
+  /**
+   * What a release of these IDs must show ({@linkcode ReleaseRequest}): random, remembered by
+   * this service instance with the ranges and the token they went to, good for one release.
+   */
+  receipt: string;
 }
 
 /**
- * `POST /v1/segments/{name}/release`'s answer: whether the range was given back.
+ * `POST /v1/segments/{name}/release`'s body: the unused top of the caller's segments, and their
+ * receipts. Refused (409 `release_refused`) unless the receipts are this token's, unused, cover
+ * `first..last`, `last` is their top and the counter is still at `last`.
+ *
+ * @example
+ * ```ts
+ * import type { ReleaseRequest } from "@kvid/core/client";
+ * import assert from "node:assert/strict";
+ *
+ * // The segment 1..1000 came with the receipt "q3vJd0Zr8sXmE2kWn5tYbA"; 1..600 were used.
+ * const body: ReleaseRequest = { first: "601", last: "1000", receipts: ["q3vJd0Zr8sXmE2kWn5tYbA"] };
+ * assert.ok(body.receipts.length === 1);
+ * ```
+ */
+export interface ReleaseRequest extends SegmentRange {
+  /** The receipts of the segments `first..last` lies in (adjacent ones, at most 8). */
+  receipts: string[];
+}
+
+/**
+ * `POST /v1/segments/{name}/release`'s answer: given back (anything else is a 409
+ * `release_refused` saying why).
  *
  * @example
  * ```ts
  * import type { ReleaseResponse } from "@kvid/core/client";
- * const body: ReleaseResponse = { released: false }; // someone reserved since
+ * const body: ReleaseResponse = { released: true }; // the counter is back at first - 1
  * ```
  */
 export interface ReleaseResponse {
-  /** True when the counter was set back to `first - 1` (nobody had reserved since). */
+  /** True: the counter was set back to `first - 1` (nobody had reserved since). */
   released: boolean;
 }
 

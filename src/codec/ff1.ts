@@ -6,11 +6,10 @@
  * Only the FF1 construction is here; the block cipher is noble's. It uses noble's single-block
  * AES (`unsafe.expandKeyLE`, `unsafe.encryptBlock` and `unsafe.encrypt`, the helpers noble's own
  * modes and FF1 are built on), so the key schedule is expanded once per key, not once per block:
- * noble's public `ecb` expands it on every call (3.5 µs a block measured here, against 0.28 µs
- * for `encryptBlock` in the same run), and noble's `FF1` on every encryption, with bigints
- * throughout (202 µs per 12-digit ID against 9.1 µs for this class in the same run, medians of 9
- * interleaved rounds at a load of 8 to 10 on 2 cores; since then `encrypt` on words instead of
- * `encryptBlock` took another 18 to 21% off). The CBC-MAC of P and of the tweak's full blocks is
+ * noble's public `ecb` expands it on every call (an order of magnitude slower a block than
+ * `encryptBlock`), and noble's `FF1` on every encryption, with bigints throughout (over an order
+ * of magnitude slower per ID than this class, measured interleaved; `encrypt` on words instead of
+ * `encryptBlock` is faster again). The CBC-MAC of P and of the tweak's full blocks is
  * computed once per instance. `unsafe` may change between noble's releases, so the version is
  * pinned exactly in deno.json; the NIST sample vectors and a comparison with noble's `FF1` on
  * random inputs (tests/ff1_test.ts) catch a change.
@@ -208,7 +207,7 @@ export class Ff1 {
       n = (n - byte) / 256;
     }
     // R = PRF(P || Q), the last CBC-MAC block: one AES block on four little-endian words (noble's
-    // byte order), which saves encryptBlock's checks and views (0.61 µs a block against 1.03 µs).
+    // byte order), which saves encryptBlock's checks and views.
     const r = encrypt(
       this.#xk,
       block[0] | (block[1] << 8) | (block[2] << 16) | (block[3] << 24),

@@ -120,11 +120,10 @@
  *
  * ## Costs
  *
- * `bench/codec_bench.ts`, beside `next()` and Sqids on the same IDs, interleaved in one run (2
- * shared cores, busy: load 6): the plain forms cost 40 to 200 ns, the keyed one 10 µs (ten AES
- * blocks per ID, one measured 0.28 µs at a lower load), a fifth of Sqids' encode (47 µs) and about its
- * decode (10 µs); figures in bench/README.md. Negligible beside a database write; in a loop of millions,
- * work on the raw IDs.
+ * The plain forms cost a fraction of a microsecond per ID; the keyed one is ten AES blocks per
+ * ID, less than Sqids' encode. `bench/codec_bench.ts` measures them beside `next()` and Sqids on
+ * the same IDs; figures in bench/RESULTS.md. Negligible beside a database write; in a loop of
+ * millions, work on the raw IDs.
  *
  * ## Where it plugs in
  *

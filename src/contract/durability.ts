@@ -1,9 +1,9 @@
 /**
  * What a generator accepts from a store's durability, whatever the store: the
  * {@linkcode DurabilityMode}, the refusal of a store that would lose IDs
- * ({@linkcode durabilityRefusal}), several servers' reports as one ({@linkcode mergeDurability}),
- * and the one signal a generator gives every store's cached server reads
- * ({@linkcode markServerReadsStale}).
+ * ({@linkcode durabilityRefusal}), several servers' reports as one ({@linkcode mergeDurability}).
+ * The signal that makes stores read their servers again is process state:
+ * `src/runtime/server_reads.ts`.
  *
  * @module
  */
@@ -80,24 +80,6 @@ export function durabilityRefusal(
     }. Fix the server, or accept the loss with durability: "best-effort"`,
     { key, field },
   );
-}
-
-let epoch = 0;
-
-/**
- * Stop sharing every server read made so far: the next read of each client and hash reads the
- * server again. Called by a generator that marks its read due (a transient failure may hide a
- * reconnect to a restarted or other server; a rollback says the server lost data; a refusal
- * may be fixed).
- */
-export function markServerReadsStale(): void {
-  epoch++;
-}
-
-/** How many times {@linkcode markServerReadsStale} was called: a store's cached read made at an
- * older count is not shared. */
-export function serverReadsEpoch(): number {
-  return epoch;
 }
 
 /**

@@ -20,10 +20,6 @@ export interface Day {
   text: string;
 }
 
-/** The earliest and latest clock readings accepted: 4-digit years in every zone. */
-export const MIN_EPOCH_MS: number = Date.UTC(1000, 0, 2);
-/** See {@linkcode MIN_EPOCH_MS}. */
-export const MAX_EPOCH_MS: number = Date.UTC(9999, 11, 30);
 const DAY_MS = 86_400_000;
 
 /** Make a {@linkcode Day} from its parts. */

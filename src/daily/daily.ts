@@ -262,3 +262,7 @@ export interface DailyIdConstructor {
  * ```
  */
 export const DailyId: DailyIdConstructor = DailyIdImpl as unknown as DailyIdConstructor;
+
+// The generator checked against the interface, for every ID type: the class does not say
+// `implements DailyId<T>`, which would import this file back from daily_generator.ts.
+const _implementsDailyId = <T extends number | bigint | string>(g: DailyIdImpl<T>): DailyId<T> => g;

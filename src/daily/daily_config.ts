@@ -1,8 +1,8 @@
 /**
  * A {@linkcode DailyIdOptions} object checked and completed: {@linkcode dailyConfig} validates
  * every option at construction (a mistake is said when the generator is made, not at the first
- * call or the first midnight) and applies {@linkcode DAILY_ID_DEFAULTS}. Also the limits of
- * `digits` ({@linkcode MAX_DIGITS}).
+ * call or the first midnight) and applies {@linkcode DAILY_ID_DEFAULTS} (and `KvId`'s
+ * `KVID_DEFAULTS` for the options it shares). Also the limits of `digits` ({@linkcode MAX_DIGITS}).
  *
  * @module
  */
@@ -12,8 +12,9 @@ import { MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "./keep_days.ts";
 import { DAILY_ID_DEFAULTS, type DailyIdFormat, type DailyIdOptions } from "./daily_options.ts";
 import { KvId } from "../engine/kvid.ts";
 import type { KvIdOptions } from "../engine/kvid_options.ts";
+import { checkBounds, KVID_DEFAULTS } from "../engine/defaults.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
-import { checkStoreSource } from "../contract/store_source.ts";
+import { checkStoreSource } from "../runtime/store_source.ts";
 import type { Store } from "../contract/store.ts";
 import { checkCounterName, checkInteger, describe } from "../contract/validate.ts";
 
@@ -31,34 +32,36 @@ export const MAX_DIGITS: Readonly<Record<DailyIdFormat, number>> = Object.freeze
   string: maxDigitsWithin(2n ** 63n - 1n),
 });
 
-// Options handed to each day's KvId as they are; the others are DailyId's own (minStep and
-// maxStep are validated here, then handed on).
-const PASSED_TO_KVID = [
-  "redis",
-  "store",
-  "segmentDuration",
-  "prefetchAt",
-  "timeout",
-  "failFast",
-  "guard",
-  "rollbackMargin",
-  "replicas",
-  "waitAof",
-  "stepRule",
-  "clock",
-  "durability",
-  "serverSettings",
-] as const;
-const OPTION_NAMES = new Set<string>([
-  ...PASSED_TO_KVID,
-  "key",
-  "digits",
-  "timeZone",
-  "format",
-  "keepDays",
-  "minStep",
-  "maxStep",
-]);
+// Every option of DailyIdOptions (the compiler holds the keys to the interface's): true when it
+// is handed to each day's KvId as it is (checked there, and here too where DailyId uses it
+// itself); false when it is DailyId's own or handed on changed (key, minStep and maxStep).
+const HANDED_ON: { readonly [K in keyof DailyIdOptions]-?: boolean } = {
+  redis: true,
+  store: true,
+  key: false,
+  digits: false,
+  timeZone: false,
+  format: false,
+  keepDays: false,
+  clock: true,
+  minStep: false,
+  maxStep: false,
+  segmentDuration: true,
+  prefetchAt: true,
+  timeout: true,
+  failFast: true,
+  guard: true,
+  rollbackMargin: true,
+  replicas: true,
+  waitAof: true,
+  stepRule: true,
+  durability: true,
+  serverSettings: true,
+};
+const PASSED_TO_KVID = (Object.keys(HANDED_ON) as (keyof DailyIdOptions)[]).filter((k) =>
+  HANDED_ON[k]
+);
+const OPTION_NAMES = new Set<string>(Object.keys(HANDED_ON));
 const FORMATS = new Set<string>(["number", "bigint", "string"]);
 
 /** What a `DailyId` runs on: its options checked, with the defaults applied. */
@@ -159,11 +162,11 @@ export function dailyConfig(name: string, options: DailyIdOptions): DailyConfig 
   }
 
   const maxSeq = 10 ** digits - 1;
-  const minStep = options.minStep ?? DAILY_ID_DEFAULTS.minStep;
-  checkInteger("DailyId", "minStep", minStep, 1, maxSeq);
+  const minStep = options.minStep ?? KVID_DEFAULTS.minStep;
+  checkBounds("DailyId", "minStep", minStep, {}, maxSeq);
   // A thousandth of a day's serials: a restart or a midnight drops few of them.
   const maxStep = options.maxStep ?? Math.max(minStep, 10 ** Math.max(0, digits - 3));
-  checkInteger("DailyId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
+  checkBounds("DailyId", "maxStep", maxStep, { minStep });
 
   const inner: KvIdOptions & { bigint?: false } = {
     // A day's counter is used for one day: a remembered step would be a field left per day.
@@ -186,7 +189,7 @@ export function dailyConfig(name: string, options: DailyIdOptions): DailyConfig 
     zone,
     clock: options.clock ?? Date.now,
     keepDays: options.keepDays,
-    timeout: options.timeout ?? DAILY_ID_DEFAULTS.timeout,
+    timeout: options.timeout ?? KVID_DEFAULTS.timeout,
     redis: options.redis,
     store: options.store,
     inner,

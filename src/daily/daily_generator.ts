@@ -7,14 +7,13 @@
  * @module
  */
 
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "./calendar.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../contract/calendar_bounds.ts";
 import type { Day, ZonedDays } from "./calendar.ts";
 import type { Codec } from "../codec/codec.ts";
 import { dailyForm, dayForm } from "../codec/daily.ts";
 import { dailyConfig } from "./daily_config.ts";
 import { DayCleaner } from "./day_cleanup.ts";
 import { DaySwitch } from "./day_switch.ts";
-import type { DailyId } from "./daily.ts";
 import { MAX_KEEP_DAYS, MIN_KEEP_DAYS } from "./keep_days.ts";
 import type {
   DailyCleanupDetail,
@@ -27,16 +26,18 @@ import type {
 import { KvIdError } from "../contract/errors.ts";
 import { KvId } from "../engine/kvid.ts";
 import type { KvIdOptions, RollbackDetail } from "../engine/kvid_options.ts";
-import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../runtime/shutdown.ts";
 import { checkInteger, describe } from "../contract/validate.ts";
 
 const MAX_BATCH = 10_000_000;
 /** Beyond `timeout`, how long the event loop may stall and a waiting call still be rechecked. */
 const RECHECK_SLACK_MS = 60_000;
 
-/** The generator behind {@linkcode DailyId}; see that interface. */
-export class DailyIdImpl<T extends number | bigint | string> extends EventTarget
-  implements DailyId<T> {
+/**
+ * The generator behind `DailyId`; see that interface (`daily.ts`, which checks this class
+ * against it: an `implements` clause here would make the two files import each other).
+ */
+export class DailyIdImpl<T extends number | bigint | string> extends EventTarget {
   readonly name: string;
   readonly key: string;
   readonly digits: number;

@@ -7,11 +7,8 @@
  */
 
 import type { KvIdError } from "../contract/errors.ts";
-import type { KvIdStats, RollbackDetail } from "../engine/kvid_options.ts";
+import type { KvIdOptions, KvIdStats, RollbackDetail } from "../engine/kvid_options.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
-import type { StepRule } from "../engine/step.ts";
-import type { DurabilityMode } from "../contract/durability.ts";
-import type { Store } from "../contract/store.ts";
 
 /**
  * How {@linkcode DailyId} hands out IDs: `number` (default), `bigint` or zero-padded `string`.
@@ -34,7 +31,11 @@ import type { Store } from "../contract/store.ts";
 export type DailyIdFormat = "number" | "bigint" | "string";
 
 /**
- * Options of {@linkcode DailyId}. Every one is optional and validated at construction.
+ * Options of {@linkcode DailyId}. Every one is optional and validated at construction. Those it
+ * shares with {@linkcode KvIdOptions} (the step, the reservation, the store and durability
+ * options) are taken from there and mean the same for each day's counter, with the same
+ * defaults (`minStep` is at most a day's serials; `timeout` also bounds a cleanup). Those below
+ * are `DailyId`'s own, or differ from `KvId`'s.
  *
  * @example Order numbers dated in Shanghai
  * ```ts
@@ -50,21 +51,30 @@ export type DailyIdFormat = "number" | "bigint" | "string";
  * assert.ok(ORDER_NO.key === "kvid:daily:order");
  * ```
  */
-export interface DailyIdOptions {
+export interface DailyIdOptions extends
+  Pick<
+    KvIdOptions,
+    | "store"
+    | "minStep"
+    | "segmentDuration"
+    | "prefetchAt"
+    | "timeout"
+    | "failFast"
+    | "guard"
+    | "rollbackMargin"
+    | "replicas"
+    | "waitAof"
+    | "stepRule"
+    | "durability"
+    | "serverSettings"
+  > {
   /**
    * The Redis client, or a function returning one (called on first use and shared); when
-   * undefined, the one given to {@linkcode configure}.
+   * undefined, the one given to {@linkcode configure}. One server: no interleaving.
    *
    * @default {undefined}
    */
   redis?: RedisSource;
-  /**
-   * A custom store instead of `redis`, e.g. a `DenoKvStore`. {@linkcode DailyId.cleanup} and
-   * `keepDays` then need a store with `deleteDaysBefore` (`DenoKvStore` has it) or `redis`.
-   *
-   * @default {undefined}
-   */
-  store?: Store;
   /**
    * The hash holding one counter per day, in fields named `yyyymmdd`.
    *
@@ -97,8 +107,9 @@ export interface DailyIdOptions {
    * Delete the counters of days older than this many days (today is 0 days old, yesterday 1)
    * in the background whenever this generator starts a day; at least 1. Ages are counted by the
    * earlier of this clock and the store's (Redis `TIME`, a SQL database's clock; Deno KV has
-   * none), so a process whose clock runs ahead never deletes a day others still use.
-   * Undefined: never.
+   * none), so a process whose clock runs ahead never deletes a day others still use. With
+   * `store`, it (and {@linkcode DailyId.cleanup}) needs a store with `deleteDaysBefore`
+   * (`DenoKvStore` has it) or `redis`. Undefined: never.
    *
    * @default {undefined}
    */
@@ -111,12 +122,6 @@ export interface DailyIdOptions {
    */
   clock?: () => number;
   /**
-   * Smallest and first step of each day (IDs per reservation).
-   *
-   * @default {1}
-   */
-  minStep?: number;
-  /**
    * Largest step, capped at `10^digits - 1`. By default a thousandth of a day's serials (at
    * least 1 and at least `minStep`), so a restart or a midnight drops few of them: 1,000 with
    * 6 digits.
@@ -124,83 +129,12 @@ export interface DailyIdOptions {
    * @default {10 ** (digits - 3)}
    */
   maxStep?: number;
-  /**
-   * Target lifetime of a segment in ms, which the step adapts to.
-   *
-   * @default {600_000}
-   */
-  segmentDuration?: number;
-  /**
-   * Fraction of a segment left when the next one is reserved; 0: no prefetch.
-   *
-   * @default {0.2}
-   */
-  prefetchAt?: number;
-  /**
-   * How long, in ms, a call waits for a reservation (and a cleanup for the store) before it
-   * rejects.
-   *
-   * @default {5_000}
-   */
-  timeout?: number;
-  /**
-   * During a known outage, calls reject at once as `"unavailable"` while a probe retries (see
-   * KvId's `failFast`).
-   *
-   * @default {true}
-   */
-  failFast?: boolean;
-  /**
-   * Send the highest reserved seq as a floor with each reservation (see KvId).
-   *
-   * @default {true}
-   */
-  guard?: boolean;
-  /**
-   * How far past the floor a counter found below it is raised.
-   *
-   * @default {0}
-   */
-  rollbackMargin?: number;
-  /**
-   * Hand a reservation's serials out only once this many replicas acknowledged it (`WAIT`;
-   * see KvId).
-   *
-   * @default {0}
-   */
-  replicas?: number;
-  /**
-   * Hand serials out only once the server confirms the reservation is fsynced to its AOF
-   * (`WAITAOF`, Redis and Valkey >= 7.2; skipped without it; see KvId).
-   *
-   * @default {true}
-   */
-  waitAof?: boolean;
-  /**
-   * How the step adapts: `"doubling"` or `"rate"` (see KvId).
-   *
-   * @default {"doubling"}
-   */
-  stepRule?: StepRule;
-  /**
-   * What the generator accepts from its store: `"strict"` refuses a server that can lose a
-   * reservation (no AOF); `"best-effort"` serves from it (see KvId).
-   *
-   * @default {"strict"}
-   */
-  durability?: DurabilityMode;
-  /**
-   * Server settings the server will not tell, as you state them (see KvId).
-   *
-   * @default {{}}
-   */
-  serverSettings?: Record<string, string>;
 }
 
 /**
- * The defaults `DailyId` applies itself, named by the `@default` of each
- * {@linkcode DailyIdOptions} option (the options it hands on to each day's `KvId` get that
- * generator's defaults; `key` is `keyPrefix` then the name; `maxStep` is computed from `digits`;
+ * The defaults of `DailyId`'s own options, named by their `@default` in
+ * {@linkcode DailyIdOptions} (the options it shares with `KvId` have that generator's defaults,
+ * `KVID_DEFAULTS`; `key` is `keyPrefix` then the name; `maxStep` is computed from `digits`;
  * `clock` is `Date.now` as it is when the generator is made, so a stubbed one is seen).
  */
 export const DAILY_ID_DEFAULTS: Readonly<{
@@ -208,15 +142,11 @@ export const DAILY_ID_DEFAULTS: Readonly<{
   digits: number;
   timeZone: string;
   format: DailyIdFormat;
-  minStep: number;
-  timeout: number;
 }> = Object.freeze({
   keyPrefix: "kvid:daily:",
   digits: 6,
   timeZone: "UTC",
   format: "number",
-  minStep: 1,
-  timeout: 5_000,
 });
 
 /**

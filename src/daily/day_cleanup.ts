@@ -9,10 +9,10 @@
 import type { Day, ZonedDays } from "./calendar.ts";
 import { keepFrom, keepFromEither } from "./keep_days.ts";
 import type { DailyCleanupDetail } from "./daily_options.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
-import { storeFromSource } from "../contract/store_source.ts";
+import { storeFromSource } from "../runtime/store_source.ts";
 import type { Store } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 

@@ -5,7 +5,8 @@
  * @module
  */
 
-import { durabilityRefusal, markServerReadsStale } from "../contract/durability.ts";
+import { durabilityRefusal } from "../contract/durability.ts";
+import { markServerReadsStale } from "../runtime/server_reads.ts";
 import type { DurabilityOptions, Reservation, Store, StoreDurability } from "../contract/store.ts";
 import type { DurabilityReport } from "./kvid_options.ts";
 import type { KvIdSettings } from "./settings.ts";

@@ -13,8 +13,8 @@
 import { KvIdError } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
-import { holdIdleTimer, releaseIdleTimer } from "../contract/deadline_timer.ts";
-import { type Tracked, trackGenerator, untrackGenerator } from "../contract/shutdown.ts";
+import { holdIdleTimer, releaseIdleTimer } from "../runtime/deadline_timer.ts";
+import { type Tracked, trackGenerator, untrackGenerator } from "../runtime/shutdown.ts";
 import { SegmentBuffer } from "./segment_buffer.ts";
 import { Outage } from "./outage.ts";
 import { Reserver } from "./reservation.ts";
@@ -168,8 +168,7 @@ const MAX_BATCH = 10_000_000;
  * Internal (the ID service's, not part of the package's surface): `gen[NUMBERS_WHILE_SAFE]()`
  * makes a `bigint` generator's `nextBatch()` put numbers for the IDs up to
  * `Number.MAX_SAFE_INTEGER` and bigints above, exact either way. The service formats IDs as
- * text: a bigint costs ~0.1 µs more per ID to make and to print (nextBatch(100) and its body
- * 8.4 µs against 4.35 µs in number mode).
+ * text, and a bigint costs more than a number to make and to print.
  */
 export const NUMBERS_WHILE_SAFE: unique symbol = Symbol("kvid.numbersWhileSafe");
 
@@ -241,16 +240,16 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
 
   // The hot path is next() of NumberKvId and BigIntKvId below, one class per mode; this one
   // serves subclasses of KvId (see KvId at the end). No I/O, no lock, no allocation but the
-  // promise (and the bigint); one comparison before the prefetch mark. What it costs, measured
-  // in bench/hot_path_bench.ts:
+  // promise (and the bigint); one comparison before the prefetch mark. Why it is shaped so
+  // (bench/hot_path_bench.ts measures it against a bare await; figures in bench/RESULTS.md):
   // - next() is an async function without `await`. Once an `await` in it had run (a stall),
-  //   V8 kept its resumable frame on every call, fast path included (1.8x a bare await).
+  //   V8 kept its resumable frame on every call, fast path included.
   // - V8 elides the promise of an inlined async function with one path (a bare counter), not
-  //   once it has a second (here: switch segments or wait): ~0.15x of a bare await, the floor
-  //   of any awaited source that can run dry (measured beside it).
-  // - A function that may return a bigint costs number mode ~0.1x more, even on a path that
-  //   is not taken: hence a class per mode.
-  // - A private method call on the fast path costs ~0.1x more; the fields read here must hold
+  //   once it has a second (here: switch segments or wait): that promise is the floor of any
+  //   awaited source that can run dry.
+  // - A function that may return a bigint slows number mode, even on a path that is not
+  //   taken: hence a class per mode.
+  // - A private method call on the fast path slows it too; the fields read here must hold
   //   small integers from the start (SegmentBuffer, #buf).
   // deno-lint-ignore require-await
   async next(): Promise<T> {
@@ -510,7 +509,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     this.#inflight = this.#reserve().finally(() => {
       this.#inflight = undefined;
       // Callers waiting: the next reservation now. Only a prefetch: from a task of its own, so
-      // the caller just served resumes first (a new name's first ID: it was ~30 µs later), and
+      // the caller just served resumes first (a new name's first ID would wait for it), and
       // its timer made once that caller has resumed (see afterCallers).
       if (this[DEMAND] > 0 || this.#outage?.probeWanted === true) this.#pump();
       else if (this.#buf.wantsNext) void afterCallers().then(() => this.#prefetchSoon());
@@ -600,8 +599,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
  * Settles after the calls a reservation just served have resumed: a caller's `await next()`
  * resumes a few microtasks after its wait is resolved (the async next() adopting the wait's
  * promise, then the await). What runs after it is off that caller's path: making the prefetch's
- * timer (a setTimeout costs ~3-5 µs on Deno) was a fifth of a new name's first ID in the engine
- * (24.8 -> 19.2 µs without it, in-memory store, tests of this commit).
+ * timer (a `setTimeout`) is a sizeable share of a new name's first ID in the engine.
  */
 function afterCallers(): Promise<void> {
   return Promise.resolve().then().then();

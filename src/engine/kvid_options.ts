@@ -85,7 +85,7 @@ export interface KvIdOptions {
    * trips and crash waste. A process that dies without `close()` (`SIGKILL`, a crash) loses what
    * it buffered: its segment and the one reserved ahead, at most 2 x `maxStep` and about 2 x
    * `segmentDuration` of its traffic (at the default 10 min and 1,000,000, up to 2M IDs, 40 s of
-   * 50,000 IDs/s; measured: 4 processes at 50,000 IDs/s, one killed every 1.25 s, density 0.61 to 0.63).
+   * 50,000 IDs/s; `bench/deploy_bench.ts` measures it, figures in bench/RESULTS.md).
    * Shorter: less lost per crash, one reservation per `segmentDuration` more often. A clean
    * `close()` loses nothing (see `giveBack`).
    *
@@ -169,7 +169,9 @@ export interface KvIdOptions {
    * on the same connection right after the increment, so a failover to a replica cannot
    * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
    * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
-   * client of its own (see `docs/replicas.md`).
+   * client of its own (see `docs/replicas.md`). Set it to every replica the primary has: a
+   * failover (or a partition) can promote one that did not acknowledge, so `durability:
+   * "strict"` refuses a primary listing more replicas than this.
    *
    * @default {0}
    */
@@ -179,18 +181,16 @@ export interface KvIdOptions {
    * append-only file: `WAITAOF 1 0` on the same connection right after the increment (Redis
    * and Valkey 7.2 and later), before `WAIT` when `replicas` is set. A crash of the server,
    * even of its machine, cannot lose a reservation whose IDs were served. Replicas confirm
-   * receipt (`WAIT`), not their own fsync: that waits for their once-a-second ACK (1,020 ms a
-   * reservation with `appendfsync everysec` replicas, measured). A range not confirmed within `timeout` is spent, never handed out;
+   * receipt (`WAIT`), not their own fsync: that would wait for their once-a-second ACK, about a
+   * second per reservation with `appendfsync everysec` replicas. A range not confirmed within `timeout` is spent, never handed out;
    * a server that keeps no AOF (`appendonly no`, also when turned off at run time) is refused
    * (`"config"`), unless `durability: "best-effort"` accepted it (the durability probe read
    * `appendonly no`: `WAITAOF` is then not sent). On a server without `WAITAOF` (Redis 7.0, Kvrocks) or a client without
    * `sendCommand` it is skipped: durability is then the server's `appendfsync` (`always`:
    * fsynced before the reply; `everysec`: written before the reply, fsynced within about a
-   * second, so a crash of the machine, not of the process, can lose that second). Measured on
-   * loopback (Valkey 8.0, 2026-12-01): one more round trip per reservation, about 0.05 ms
-   * with `appendfsync everysec` (0.075 ms without, 0.125 ms with); over the first 100,000 IDs
-   * of a new generator, whose step is still growing, 89 and 106 ns per ID; none on IDs served
-   * from memory. See the README.
+   * second, so a crash of the machine, not of the process, can lose that second). It costs one
+   * more round trip per reservation (`bench/waitaof.ts` measures it), none on IDs served from
+   * memory. See docs/durability.md.
    *
    * @default {true}
    */
@@ -216,9 +216,10 @@ export interface KvIdOptions {
    * server can lose (Redis/Valkey: `INFO`, `CONFIG GET appendfsync`, the hash's `PTTL`, one
    * round trip; see `stats().durability`). `"strict"`: a server that can lose a confirmed
    * reservation (no AOF, or a server that will not say) is refused with a `"config"`
-   * {@linkcode KvIdError} naming the fix; with `replicas` of 1 or more a server without AOF is
-   * served (each reservation is on a replica before it is used). `"best-effort"`: served, and a
-   * crash of the server can re-issue IDs (the README says which). Under both, an eviction
+   * {@linkcode KvIdError} naming the fix, and so is a primary listing more replicas than
+   * `replicas`; with `replicas` of 1 or more a server without AOF is served (each reservation
+   * is on a replica before it is used). `"best-effort"`: served, and a crash of the server can
+   * re-issue IDs (docs/durability.md says which). Under both, an eviction
    * policy that can evict the counter (`allkeys-*`) is refused. A custom `store` without
    * `durability()` is trusted.
    *

@@ -7,9 +7,9 @@
  */
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { type DurabilityOptions, MAX_ID, type Reservation, type Store } from "../contract/store.ts";
-import { storeFromSource } from "../contract/store_source.ts";
+import { storeFromSource } from "../runtime/store_source.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { describe } from "../contract/validate.ts";
 import { DurabilityGate } from "./durability_gate.ts";
@@ -133,7 +133,7 @@ export class Reserver {
     const s = this.#s;
     // The calls waiting now, after first use: those that came during it count too.
     const demand = this.#waiting[DEMAND];
-    const count = Math.min(Math.max(this.sizer.step, demand), s.maxStep);
+    const count = this.sizer.count(demand);
     const floor = this.#buf.high;
     const startedAt = performance.now();
     try {

@@ -5,49 +5,17 @@
  * @module
  */
 
-import type { RedisSource } from "../contract/redis_client.ts";
-import type { Store } from "../contract/store.ts";
-import type { DurabilityMode } from "../contract/durability.ts";
 import { checkDurabilityOptions } from "../contract/durability.ts";
-import { checkStoreSource } from "../contract/store_source.ts";
-import {
-  checkCounterName,
-  checkInteger,
-  checkName,
-  checkNumber,
-  describe,
-} from "../contract/validate.ts";
-import type { StepRule } from "./step.ts";
+import { checkStoreSource } from "../runtime/store_source.ts";
+import { checkCounterName, checkName, describe } from "../contract/validate.ts";
 import type { KvIdOptions } from "./kvid_options.ts";
-import { KVID_DEFAULTS } from "./defaults.ts";
+import { KVID_DEFAULTS, KVID_OPTIONS, numberOption } from "./defaults.ts";
 
-const OPTION_NAMES = new Set([
-  "redis",
-  "block",
-  "store",
-  "key",
-  "minStep",
-  "maxStep",
-  "initialStep",
-  "segmentDuration",
-  "prefetchAt",
-  "timeout",
-  "failFast",
-  "bigint",
-  "guard",
-  "rollbackMargin",
-  "giveBack",
-  "rememberStep",
-  "replicas",
-  "waitAof",
-  "stepRule",
-  "clock",
-  "durability",
-  "serverSettings",
-  "floor",
-]);
-const MAX_TIMER_MS = 2_147_483_647; // setTimeout fires at once above this
-const MAX_REPLICAS = 1_000;
+const OPTION_NAMES = new Set(Object.keys(KVID_OPTIONS));
+/** The options that are booleans: those whose default is one. */
+const FLAGS = (Object.keys(KVID_OPTIONS) as (keyof KvIdOptions)[]).filter((k) =>
+  typeof KVID_OPTIONS[k].default === "boolean"
+);
 /** The default clock, one function for every generator. */
 const now = () => performance.now();
 
@@ -63,56 +31,16 @@ const now = () => performance.now();
  * assert.ok(s.minStep === 10 && s.maxStep === 1_000_000 && s.initialStep === 10);
  * ```
  */
-export interface KvIdSettings {
-  /** The counters' hash. */
-  readonly key: string;
-  /** The `redis` option as given (undefined: `configure()`'s client). */
-  readonly redis: RedisSource | RedisSource[] | undefined;
-  /** The `store` option as given. */
-  readonly store: Store | undefined;
-  /** IDs per block on interleaved servers. */
-  readonly block: number;
-  /** Smallest step. */
-  readonly minStep: number;
-  /** Largest step. */
-  readonly maxStep: number;
-  /** The first step. */
-  readonly initialStep: number;
-  /** The `initialStep` option was given (the remembered step is then not looked up). */
-  readonly initialStepGiven: boolean;
-  /** Target lifetime of a segment, ms. */
-  readonly segmentDuration: number;
-  /** Fraction of a reservation left when the next one is wanted. */
-  readonly prefetchAt: number;
-  /** ms one reservation (and one waiting call, and close) may take. */
-  readonly timeout: number;
-  /** Fail fast while the store is known down. */
-  readonly failFast: boolean;
-  /** `bigint` IDs. */
-  readonly bigint: boolean;
-  /** The guard script raises a counter found below the mark. */
-  readonly guard: boolean;
-  /** How far past the mark a counter found below it is raised. */
-  readonly margin: bigint;
-  /** Unused IDs go back to the store on close. */
-  readonly giveBack: boolean;
-  /** The step is remembered next to the counter. */
-  readonly rememberStep: boolean;
-  /** Replicas that must acknowledge a reservation. */
-  readonly replicas: number;
-  /** `WAITAOF` after each reservation. */
-  readonly waitAof: boolean;
-  /** How the step adapts. */
-  readonly stepRule: StepRule;
-  /** The ms clock the step adapts by. */
-  readonly clock: () => number;
-  /** What the generator accepts from its store. */
-  readonly durability: DurabilityMode;
-  /** Server settings as the user states them. */
-  readonly serverSettings: Readonly<Record<string, string>>;
-  /** The user's independent floor, if any. */
-  readonly floor: KvIdOptions["floor"];
-}
+export type KvIdSettings = Readonly<
+  & Required<Omit<KvIdOptions, "redis" | "store" | "floor" | "rollbackMargin">>
+  & Pick<KvIdOptions, "redis" | "store" | "floor">
+  & {
+    /** The `initialStep` option was given (the remembered step is then not looked up). */
+    initialStepGiven: boolean;
+    /** `rollbackMargin`, as a bigint. */
+    margin: bigint;
+  }
+>;
 
 /**
  * Check a generator's name and options and fill in the defaults.
@@ -137,7 +65,7 @@ export function resolveOptions(name: string, options: KvIdOptions): KvIdSettings
 
 // The last options resolved and what they resolved to: generators made with equal options (a
 // multi-tenant service's 10,000 names, each `new KvId(name, { redis })`) share one settings
-// object (~250 B each otherwise, measured with tests/faults/memory.ts) and skip the checks.
+// object (one each otherwise, which tests/faults/memory.ts counts in bytes) and skip the checks.
 // The settings do not depend on the name; every value is compared by identity.
 let last: { readonly options: KvIdOptions; readonly settings: KvIdSettings } | undefined;
 
@@ -166,25 +94,18 @@ function resolve(options: KvIdOptions): KvIdSettings {
   const d = KVID_DEFAULTS;
   const key = options.key ?? d.key;
   checkName("KvId", "key", key);
-  const minStep = options.minStep ?? d.minStep;
-  checkInteger("KvId", "minStep", minStep, 1, Number.MAX_SAFE_INTEGER);
-  const maxStep = options.maxStep ?? Math.max(d.maxStep, minStep);
-  checkInteger("KvId", "maxStep", maxStep, minStep, Number.MAX_SAFE_INTEGER);
-  const initialStep = options.initialStep ?? minStep;
-  checkInteger("KvId", "initialStep", initialStep, minStep, maxStep);
-  const segmentDuration = options.segmentDuration ?? d.segmentDuration;
-  checkNumber("KvId", "segmentDuration", segmentDuration, Number.MIN_VALUE, Number.MAX_VALUE);
-  const prefetchAt = options.prefetchAt ?? d.prefetchAt;
-  checkNumber("KvId", "prefetchAt", prefetchAt, 0, 1);
-  const timeout = options.timeout ?? d.timeout;
-  checkNumber("KvId", "timeout", timeout, 1, MAX_TIMER_MS);
-  const margin = options.rollbackMargin ?? d.rollbackMargin;
-  checkInteger("KvId", "rollbackMargin", margin, 0, Number.MAX_SAFE_INTEGER);
-  const replicas = options.replicas ?? d.replicas;
-  checkInteger("KvId", "replicas", replicas, 0, MAX_REPLICAS);
-  for (
-    const flag of ["bigint", "guard", "giveBack", "rememberStep", "failFast", "waitAof"] as const
-  ) {
+  const minStep = numberOption("KvId", "minStep", options.minStep);
+  const maxStep = numberOption("KvId", "maxStep", options.maxStep, { minStep });
+  const initialStep = numberOption("KvId", "initialStep", options.initialStep, {
+    minStep,
+    maxStep,
+  });
+  const segmentDuration = numberOption("KvId", "segmentDuration", options.segmentDuration);
+  const prefetchAt = numberOption("KvId", "prefetchAt", options.prefetchAt);
+  const timeout = numberOption("KvId", "timeout", options.timeout);
+  const margin = numberOption("KvId", "rollbackMargin", options.rollbackMargin);
+  const replicas = numberOption("KvId", "replicas", options.replicas);
+  for (const flag of FLAGS) {
     if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
       throw new TypeError(
         `KvId option ${flag} must be a boolean, got ${describe(options[flag])}`,
@@ -213,7 +134,7 @@ function resolve(options: KvIdOptions): KvIdSettings {
     }
   }
   if (options.block !== undefined) {
-    checkInteger("KvId", "block", options.block, 1, Number.MAX_SAFE_INTEGER);
+    numberOption("KvId", "block", options.block);
     if (!Array.isArray(options.redis)) {
       throw new TypeError("KvId option block needs several servers in the redis option");
     }

@@ -78,6 +78,19 @@ export class StepSizer {
     this.step = initialStep;
   }
 
+  /** Start from `step` (a remembered one), brought within `minStep`..`maxStep`. */
+  resume(step: number): void {
+    this.step = Math.min(Math.max(step, this.#min), this.#max);
+  }
+
+  /**
+   * How many IDs the next reservation asks for when calls wait for `demand`: at least the step,
+   * at most `maxStep`.
+   */
+  count(demand: number): number {
+    return Math.min(Math.max(this.step, demand), this.#max);
+  }
+
   /**
    * Record a reservation completed at `now` (ms) that took `tripMs` (its round trip), when `taken`
    * IDs in all had been taken or asked for, and return the step for the next one.

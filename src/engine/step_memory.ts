@@ -6,7 +6,7 @@
  */
 
 import type { Store } from "../contract/store.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import type { StepSizer } from "./step.ts";
 import type { KvIdSettings } from "./settings.ts";
 
@@ -80,7 +80,7 @@ export class StepMemory {
 
   /** A remembered step was found: start from it, within `minStep`..`maxStep`. */
   found(step: number): void {
-    this.#sizer.step = Math.min(Math.max(step, this.#s.minStep), this.#s.maxStep);
+    this.#sizer.resume(step);
     this.#saved = step;
   }
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { deadlineTimer } from "../runtime/deadline_timer.ts";
 
 /** One waiting call. */
 interface Waiter<T> {

@@ -17,17 +17,42 @@ export function inScope(scope: Scope, name: string): boolean {
 const MAX_TOKEN_BYTES = 1024;
 
 /**
- * Parse `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`. Throws a TypeError naming the
- * position of a bad entry, never the token itself (it is a secret).
+ * What a configured token may do: the names it may ask IDs of, and whether it is
+ * administrative (`<token>:admin=<names>` in `KVID_TOKENS`): only an administrative token may
+ * raise a counter past its value plus one maximum segment, or remember a step above the
+ * segment cap (docs/security.md, "Raises and steps").
  */
-export function parseTokens(spec: string): Map<string, Scope> {
-  const tokens = new Map<string, Scope>();
+export interface Grant {
+  /** The names it covers. */
+  readonly scope: Scope;
+  /** Whether raises and step writes on those names are unbounded. */
+  readonly admin: boolean;
+}
+
+/** A request's {@linkcode Grant}, and which configured token made it (never the token). */
+export interface Holder extends Grant {
+  /** The token's position in `KVID_TOKENS` (0-based); -1 without auth: one holder for all. */
+  readonly holder: number;
+}
+
+/** The prefix of an administrative entry's names: `<token>:admin=*`, `<token>:admin=a|b`. */
+const ADMIN_PREFIX = "admin=";
+
+/**
+ * Parse `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`, `admin=` before them for an
+ * administrative token. Throws a TypeError naming the position of a bad entry, never the token
+ * itself (it is a secret).
+ */
+export function parseGrants(spec: string): Map<string, Grant> {
+  const tokens = new Map<string, Grant>();
   const entries = spec.split(",").map((e) => e.trim()).filter((e) => e !== "");
   if (entries.length === 0) throw new TypeError("KVID_TOKENS has no token");
   entries.forEach((entry, i) => {
     const at = entry.lastIndexOf(":");
     const token = at < 0 ? "" : entry.slice(0, at);
-    const names = at < 0 ? "" : entry.slice(at + 1);
+    let names = at < 0 ? "" : entry.slice(at + 1);
+    const admin = names.startsWith(ADMIN_PREFIX);
+    if (admin) names = names.slice(ADMIN_PREFIX.length);
     if (token === "" || names === "") {
       throw new TypeError(`KVID_TOKENS entry ${i + 1} is not <token>:<names>`);
     }
@@ -41,61 +66,86 @@ export function parseTokens(spec: string): Map<string, Scope> {
       );
     }
     if (tokens.has(token)) throw new TypeError(`KVID_TOKENS entry ${i + 1} repeats a token`);
-    tokens.set(token, names === "*" ? "*" : new Set(names.split("|").filter((n) => n !== "")));
+    const scope = names === "*" ? "*" : new Set(names.split("|").filter((n) => n !== ""));
+    tokens.set(token, { scope, admin });
   });
   return tokens;
+}
+
+/** {@linkcode parseGrants}, the names only. */
+export function parseTokens(spec: string): Map<string, Scope> {
+  return new Map([...parseGrants(spec)].map(([token, grant]) => [token, grant.scope]));
 }
 
 /** Checks presented tokens against the configured ones in constant time. */
 export class TokenAuth {
   // Each token's characters as numbers, so the compare reads one string, not two: where
   // node-redis 5 is loaded (`class VerbatimString extends String`), V8 stops inlining
-  // `String.prototype.charCodeAt` and each call costs ~13 ns (28 characters: ~0.37 µs against
-  // ~0.1 µs), measured 2026-12-01 in Deno 2.9.6.
-  readonly #tokens: { codes: Uint16Array; scope: Scope }[];
+  // `String.prototype.charCodeAt`, and each call costs several times an inlined one (Deno 2.9.6).
+  readonly #tokens: { codes: Uint16Array; scope: Scope; holder: Holder }[];
 
-  constructor(tokens: Map<string, Scope>) {
-    this.#tokens = [...tokens].map(([token, scope]) => ({
-      codes: Uint16Array.from(token, (c) => c.charCodeAt(0)),
-      scope,
-    }));
+  /** Tokens with their names ({@linkcode parseTokens}) or grants ({@linkcode parseGrants}). */
+  constructor(tokens: Map<string, Scope | Grant>) {
+    this.#tokens = [...tokens].map(([token, given], holder) => {
+      const grant = typeof given === "object" && "admin" in given
+        ? given
+        : { scope: given as Scope, admin: false };
+      return {
+        codes: Uint16Array.from(token, (c) => c.charCodeAt(0)),
+        scope: grant.scope,
+        holder: { scope: grant.scope, admin: grant.admin, holder },
+      };
+    });
   }
 
   /** The scope of `token`, or undefined when it matches none. */
   check(token: string): Scope | undefined {
-    return this.#match(token, 0);
+    const k = this.#match(token, 0);
+    return k < 0 ? undefined : this.#tokens[k].scope;
   }
 
-  /** The scope of the token `text.slice(start)`, read in place, or undefined. */
-  #match(text: string, start: number): Scope | undefined {
-    let found: Scope | undefined;
+  /** The position of the token `text.slice(start)` among the configured ones, or -1. */
+  #match(text: string, start: number): number {
+    let found = -1;
     // Every configured token is compared over its whole length, match or not, so the time
     // depends on neither where a guess differs nor which token it matched. Tokens are ASCII
     // (checked by parseTokens), so UTF-16 code units are the bytes sent.
     const length = text.length - start;
     for (let k = 0; k < this.#tokens.length; k++) {
-      const { codes: t, scope } = this.#tokens[k];
+      const t = this.#tokens[k].codes;
       let diff = length ^ t.length;
       for (let i = 0; i < t.length; i++) diff |= t[i] ^ (charCodeAt(text, start + i) | 0);
-      if (diff === 0) found = scope;
+      if (diff === 0) found = k;
     }
     return found;
   }
 
   /** The scope of a request's `Authorization: Bearer <token>`, or undefined. */
   fromRequest(req: Request): Scope | undefined {
+    const k = this.#fromHeader(req);
+    return k < 0 ? undefined : this.#tokens[k].scope;
+  }
+
+  /** The {@linkcode Holder} of a request's `Authorization: Bearer <token>`, or undefined. */
+  holderOf(req: Request): Holder | undefined {
+    const k = this.#fromHeader(req);
+    return k < 0 ? undefined : this.#tokens[k].holder;
+  }
+
+  /** The position of a request's bearer token among the configured ones, or -1. */
+  #fromHeader(req: Request): number {
     const header = req.headers.get("authorization");
-    if (header === null || header.length > MAX_TOKEN_BYTES + 16) return undefined;
-    // The usual form, `Bearer <token>` with one space, is compared in place (the regex cost
-    // ~0.15 µs more). A match there is BEARER's match too: a configured token has no
+    if (header === null || header.length > MAX_TOKEN_BYTES + 16) return -1;
+    // The usual form, `Bearer <token>` with one space, is compared in place (cheaper than the
+    // regex). A match there is BEARER's match too: a configured token has no
     // whitespace (parseTokens). Any other header, and a token that matches none, is read by
     // BEARER, whose answer it is.
     if (header.startsWith("Bearer ")) {
-      const scope = this.#match(header, 7);
-      if (scope !== undefined) return scope;
+      const k = this.#match(header, 7);
+      if (k >= 0) return k;
     }
     const m = BEARER.exec(header);
-    return m === null ? undefined : this.check(m[1]);
+    return m === null ? -1 : this.#match(m[1], 0);
   }
 }
 
@@ -105,8 +155,8 @@ const CHAR_CODE_AT = String.prototype.charCodeAt;
  * `text.charCodeAt(i)`, for a string through the builtin itself: V8 inlines a call of that
  * constant but not the method looked up on the string, once a subclass of `String` exists that
  * was never instantiated (node-redis 5's `VerbatimString`): then each lookup and call costs
- * ~13 ns, ~0.5 µs of a request for a 28-character token (0.07x-0.09x of a hello-world per
- * request in process, interleaved with the method's form, 2026-12-01). Anything else
+ * several times an inlined one, a visible share of a request for a typical token
+ * (bench/service_handler_bench.ts). Anything else
  * string-like (a test's counting probe) through its own method.
  */
 function charCodeAt(text: string, i: number): number {
@@ -124,6 +174,17 @@ export type ScopeOf = (req: Request) => Scope | undefined;
 /** The {@linkcode ScopeOf} of `auth` (undefined: `auth: "none"`, every request sees every name). */
 export function scopeOf(auth: TokenAuth | undefined): ScopeOf {
   return auth === undefined ? () => "*" : (req) => auth.fromRequest(req);
+}
+
+/** What a request may do: its token's grant, or all names without auth; undefined: refused. */
+export type HolderOf = (req: Request) => Holder | undefined;
+
+/** Without auth every caller is one holder of every name, never administrative. */
+const NO_AUTH: Holder = { scope: "*", admin: false, holder: -1 };
+
+/** The {@linkcode HolderOf} of `auth` (undefined: `auth: "none"`). */
+export function holderOf(auth: TokenAuth | undefined): HolderOf {
+  return auth === undefined ? () => NO_AUTH : (req) => auth.holderOf(req);
 }
 
 /** The 401 answer of a request without a valid token. */

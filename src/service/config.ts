@@ -8,13 +8,13 @@
  */
 
 import type { Codec } from "../codec/codec.ts";
-import { checkStoreSource, storeFromSource } from "../contract/store_source.ts";
+import { checkStoreSource, storeFromSource } from "../runtime/store_source.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { DailyId } from "../daily/daily.ts";
 import { KvId } from "../engine/kvid.ts";
-import { parseTokens, TokenAuth } from "./auth.ts";
-import { NAME_OPTION_KEYS, type NameOptions } from "./generators.ts";
+import { parseGrants, TokenAuth } from "./auth.ts";
+import { NAME_OPTION_KEYS, type NameOptions, nameOptionsFor } from "./generators.ts";
 import { SERVICE_DEFAULTS, type ServiceOptions } from "./options.ts";
 
 /** {@linkcode ServiceOptions} checked, defaults filled in: what the parts of the handler read. */
@@ -151,7 +151,7 @@ function tokenAuth(options: ServiceOptions, log: (line: string) => void): TokenA
         "(KVID_AUTH=none) to run it open on purpose",
     );
   }
-  return new TokenAuth(parseTokens(options.tokens));
+  return new TokenAuth(parseGrants(options.tokens));
 }
 
 /**
@@ -178,16 +178,13 @@ function checkNames(
         );
       }
     }
-    const { digits, timeZone, initialStep, ...steps } = own;
     try {
       // Never used, so closing them touches no store.
-      void new KvId(name === "*" ? "x" : name, { store, initialStep, ...steps }).close();
+      void new KvId(name === "*" ? "x" : name, { store, ...nameOptionsFor("ids", own) }).close();
       void new DailyId(name === "*" ? "x" : name, {
         store,
-        digits,
-        timeZone,
         format: "string",
-        ...steps,
+        ...nameOptionsFor("daily", own),
       }).close();
     } catch (err) {
       throw new TypeError(`${where}: ${err instanceof Error ? err.message : err}`);

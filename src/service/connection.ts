@@ -39,8 +39,8 @@ export class Connection {
 
   /**
    * Close the connection when `ms` pass before the next `arm`/`disarm`. A deadline, not a
-   * timer: one sweep of all connections closes the late ones (a timer per request cost 3 timers,
-   * ~50 µs, per request on a loaded machine; the deadline costs a clock read).
+   * timer: one sweep of all connections closes the late ones (a timer per request cost 3 timers
+   * per request, which showed on a loaded machine; the deadline costs a clock read).
    */
   arm(ms: number, reason: CloseReason): void {
     this.deadline = performance.now() + ms;

@@ -7,10 +7,11 @@
 
 import { DailyId } from "../daily/daily.ts";
 import { KvId, NUMBERS_WHILE_SAFE, TAKE_RUN } from "../engine/kvid.ts";
-import type { DurabilityReport, KvIdErrorSummary } from "../engine/kvid_options.ts";
+import type { DurabilityReport, KvIdErrorSummary, KvIdOptions } from "../engine/kvid_options.ts";
+import type { DailyIdOptions } from "../daily/daily_options.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
-import { deadlineTimer } from "../contract/deadline_timer.ts";
+import { deadlineTimer } from "../runtime/deadline_timer.ts";
 import { inScope, type Scope } from "./auth.ts";
 import { Histogram } from "./histogram.ts";
 import { RateRing } from "./rates.ts";
@@ -72,36 +73,15 @@ export interface GeneratorsOptions {
 }
 
 /**
- * A generator's options that the service's configuration may set per name: the step bounds of
- * both kinds, and the sequence digits and time zone of `/v1/daily`. One left out is the
- * engine's default (`KvId`'s and `DailyId`'s own).
+ * A generator's options that the service's configuration may set per name: the step options of
+ * both kinds (`initialStep`: `/v1/ids` only), and the sequence digits and time zone of
+ * `/v1/daily`. They are `KvId`'s and `DailyId`'s own options, with their meaning and bounds; one
+ * left out is that generator's default (`maxStep`: each kind's own).
  */
-export interface NameOptions {
-  /**
-   * `minStep` of the name's generators.
-   * @default {undefined}
-   */
-  minStep?: number;
-  /**
-   * `maxStep`.
-   * @default {undefined}
-   */
-  maxStep?: number;
-  /**
-   * `initialStep` (`/v1/ids` only).
-   * @default {undefined}
-   */
-  initialStep?: number;
-  /**
-   * `segmentDuration` (ms).
-   * @default {undefined}
-   */
-  segmentDuration?: number;
-  /**
-   * `/v1/daily` only: the digits of the per-day sequence.
-   * @default {6}
-   */
-  digits?: number;
+export interface NameOptions
+  extends
+    Pick<KvIdOptions, "minStep" | "maxStep" | "initialStep" | "segmentDuration">,
+    Pick<DailyIdOptions, "digits"> {
   /**
    * `/v1/daily` only: the time zone of the name's days.
    * @default {the service's timeZone}
@@ -109,15 +89,30 @@ export interface NameOptions {
   timeZone?: string;
 }
 
+// Every option of NameOptions and the kinds of generator it applies to (the compiler holds the
+// keys to the interface's).
+const NAME_OPTION_KINDS: { readonly [K in keyof NameOptions]-?: readonly Kind[] } = {
+  minStep: ["ids", "daily"],
+  maxStep: ["ids", "daily"],
+  initialStep: ["ids"],
+  segmentDuration: ["ids", "daily"],
+  digits: ["daily"],
+  timeZone: ["daily"],
+};
+
 /** The keys {@linkcode NameOptions} has. */
-export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = [
-  "minStep",
-  "maxStep",
-  "initialStep",
-  "segmentDuration",
-  "digits",
-  "timeZone",
-];
+export const NAME_OPTION_KEYS: readonly (keyof NameOptions)[] = Object.keys(
+  NAME_OPTION_KINDS,
+) as (keyof NameOptions)[];
+
+/** The options of `own` that apply to a generator of `kind`, those given. */
+export function nameOptionsFor(kind: Kind, own: NameOptions): NameOptions {
+  const out: Record<string, unknown> = {};
+  for (const k of NAME_OPTION_KEYS) {
+    if (own[k] !== undefined && NAME_OPTION_KINDS[k].includes(kind)) out[k] = own[k];
+  }
+  return out;
+}
 
 type Generator = {
   next(): Promise<number | bigint | string>;
@@ -162,24 +157,21 @@ export class Entry {
     const store = timedStore(options.store, this, options.timeout);
     // Throws a TypeError/RangeError on a bad name: the caller answers 400.
     const own = options.names?.[name] ?? options.names?.["*"] ?? {};
-    const { digits, timeZone, initialStep, ...steps } = own;
     this.gen = kind === "ids"
       ? new KvId(name, {
         store,
         bigint: true,
         timeout: options.timeout,
         durability: options.durability,
-        initialStep,
-        ...steps,
+        ...nameOptionsFor("ids", own),
       })
       : new DailyId(name, {
         store,
         format: "string",
-        timeZone: timeZone ?? options.timeZone,
         timeout: options.timeout,
         durability: options.durability,
-        digits,
-        ...steps,
+        ...nameOptionsFor("daily", own),
+        timeZone: own.timeZone ?? options.timeZone,
       });
     // Exact to 2^63-1, and numbers below 2^53: half the cost of a batch of bigints as text.
     if (this.gen instanceof KvId) {

@@ -5,11 +5,11 @@
  */
 
 // "000\n" to "999\n": the last three digits of an ID and its newline, looked up. A batch's IDs
-// share their leading digits, printed once per thousand: 100 IDs of 10 digits as text in
-// ~4.0 µs against ~5.1 µs for `${id}\n` each (measured interleaved, with the Response read).
+// share their leading digits, printed once per thousand: faster than `${id}\n` each (measured
+// interleaved, with the Response read).
 // Each part appended on its own (`body += high; body += low`): no short flat string copied per
-// ID, the rope flattened once when the Response encodes it; the service's count=100 answer
-// 2.10x -> 1.98x a hello-world handler that way. Measured worse in the handler, 2026-12-01:
+// ID, the rope flattened once when the Response encodes it, which made the service's count=100 answer
+// faster against a hello-world handler (bench/service_handler_bench.ts). Measured worse there:
 // `ids.join("\n")` (a number-to-string per ID), the run's table slice joined by the leading
 // digits, pieces in an array joined, bytes written by hand and decoded.
 const LOW3: readonly string[] = Array.from(

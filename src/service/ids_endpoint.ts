@@ -1,7 +1,7 @@
 /**
  * `POST|GET /v1/ids/{name}` and `/v1/daily/{name}`: up to {@linkcode MAX_COUNT} IDs of one
  * generator as text, one a line, or as JSON; and what a failed reservation answers. The hot
- * path of the service: every µs here is a request's.
+ * path of the service: every cost here is every request's.
  *
  * @module
  */
@@ -70,6 +70,17 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       });
     }
     logFailure(err, entry);
+    if (err instanceof KvIdError && err.code === "overflow") {
+      return errorResponse(409, "overflow", "the counter would pass 2^63-1");
+    }
+    if (err instanceof KvIdError && err.code === "domain") {
+      // A counter past its public form's domain: every later ID is past it too.
+      return errorResponse(
+        409,
+        "domain",
+        "the counter is past the largest ID this name's public form (KVID_FORMATS) encodes",
+      );
+    }
     return errorResponse(500, "internal", "the ID could not be made; see the service log");
   }
 
@@ -96,7 +107,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     }
     let count = 1;
     if (query !== "") {
-      // `count=<digits>` alone is read by hand (URLSearchParams costs ~1 µs); any other query
+      // `count=<digits>` alone is read by hand (URLSearchParams costs more); any other query
       // goes through it.
       count = simpleCount(query);
       if (count < 0) {
@@ -116,7 +127,9 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     try {
       entry = generators.get(kind, name, now);
     } catch (err) {
-      const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
+      const why = err instanceof Error
+        ? err.message.replace(/^(KvId|DailyId) /, "")
+        : "it is not valid";
       return errorResponse(400, "bad_name", `bad name: ${why}`);
     }
     if (entry === undefined) {
@@ -129,7 +142,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     }
     const e = entry;
     // Buffered IDs that no call waits for (the usual case): answered now, no promise of our own
-    // (each promise and its microtask turn ~0.1-0.2 µs), the IDs as a run, not an array.
+    // (each promise costs a microtask turn), the IDs as a run, not an array.
     const first = e.takeRun === undefined ? -1 : e.takeRun(count);
     if (first >= 0) return answerRun(req, e, first, count, now);
     e.pending++;
@@ -137,7 +150,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       e.pending--;
       return failure(err, e);
     };
-    // One ID through next(): no array, no count check (~0.25 µs less than nextBatch(1)).
+    // One ID through next(): no array, no count check (cheaper than nextBatch(1)).
     if (count === 1) {
       return e.gen.next().then((id) => {
         e.pending--;
@@ -190,7 +203,7 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
       encoded = codec &&
         list.map((id) => codec.encode(typeof id === "number" ? BigInt(id) : id as bigint));
     } catch (err) {
-      return failure(err, entry); // a counter past its form's domain: logged, 500
+      return failure(err, entry); // a counter past its form's domain: 409 "domain"
     }
     let body = "";
     if (json) {
@@ -216,9 +229,9 @@ function wantsJson(req: Request): boolean {
 
 /**
  * A 200 with a string body, never cached. A string body is `text/plain;charset=UTF-8` by the
- * Fetch standard: only JSON sets its type. Headers set one by one: ~0.3-0.6 µs each in Deno
- * 2.9, a headers init (an object, an array of pairs or a `Headers` made once) ~3 µs, measured
- * 2026-12-01 beside a hello-world.
+ * Fetch standard: only JSON sets its type. Headers are set one by one: in Deno 2.9 a headers
+ * init (an object, an array of pairs or a `Headers` made once) costs several times as much,
+ * measured beside a hello-world (bench/service_handler_bench.ts).
  */
 function textAnswer(body: string): Response {
   const res = new Response(body);

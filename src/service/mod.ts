@@ -1,208 +1,40 @@
 /**
- * The ID service: IDs over HTTP for any language, on the same engine as `KvId` and `DailyId`.
+ * The ID service: IDs over HTTP for any language, on the same engine as `KvId` and `DailyId`,
+ * with token auth, Prometheus metrics, a status page and segments for `HttpStore` clients.
  *
- * Run it as a program (configured from the environment, see {@linkcode optionsFromEnv}; host,
- * port and connection limits from flags or `KVID_HOST`/`KVID_PORT`, see `@kvid/core/serve`):
+ * Run it as a program with `deno run -A --unstable-kv jsr:@kvid/core/serve --port 8000`
+ * (`@kvid/core/serve`, configured from the environment: {@linkcode optionsFromEnv}), serve this
+ * entry point's default export with `deno serve`, or embed {@linkcode createHandler} in an app:
  *
- * ```sh
- * export TOKEN="$(openssl rand -hex 24)"   # the clients' token: keep it
- * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 \
- *   deno run -A --unstable-kv jsr:@kvid/core/serve --host 127.0.0.1 --port 8000 &
- * sleep 2   # until it says "listening on http://127.0.0.1:8000/"
- * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
- * ```
- *
- * (`deno task serve --host 127.0.0.1 --port 8000` in this repository), or embed it in an app
- * with {@linkcode createHandler}. `deno serve -A --unstable-kv jsr:@kvid/core/server` serves the
- * same handler through `Deno.serve`, which has no header or idle timeout and exits when file
- * descriptors run out (see `@kvid/core/serve`): fine behind a proxy that has them (and on Deno
- * Deploy), not facing the network.
- *
- * (This file is the entry point: its documentation, {@linkcode createHandler} composing the
- * parts, and the `deno serve` default export. The parts are apart, in `src/service/`: the
- * options and their defaults, their checks, auth, the live generators, readiness, each endpoint,
- * the routing, the metrics, the status page, the OpenAPI document, the configuration from the
- * environment, and the listener of `@kvid/core/serve`. It runs on any store that passes the
- * shared Store spec; only the configuration from the environment names stores.)
- *
- * Endpoints: `POST|GET /v1/ids/{name}` and `/v1/daily/{name}` (`?count=1..10000`; text, or
- * JSON with `Accept: application/json`), `GET /healthz`, `GET /readyz`, `GET /metrics`
- * (Prometheus), `GET /` (status page, signed in through a form that sets a session cookie).
- *
- * ## Service
- *
- * IDs over HTTP for any language, on the same engine: `jsr:@kvid/core/server` is a ready service for
- * `deno serve`, with token auth, Prometheus metrics and a live status page.
- *
- * ```sh
- * export TOKEN="$(openssl rand -hex 24)"
- * # Deno KV (a local file, no Redis needed):
- * KVID_TOKENS="$TOKEN:*" KVID_KV_PATH=./ids.sqlite3 deno run -A --unstable-kv jsr:@kvid/core/serve
- * # Redis or Kvrocks, two tokens:
- * export ORDERS_TOKEN="$(openssl rand -hex 24)"
- * KVID_TOKENS="$ORDERS_TOKEN:order|invoice,$TOKEN:*" KVID_REDIS_URL=redis://127.0.0.1:6379 \
- *   deno run -A --unstable-kv jsr:@kvid/core/serve --port 8000
- * deno task serve --port 8000        # in this repository (same flags and variables)
- * ```
- *
- * | variable              | meaning                                                                                                    |
- * | --------------------- | ---------------------------------------------------------------------------------------------------------- |
- * | `KVID_TOKENS`         | `<token>:<names>,...`, names `*` or `a\|b\|c`; tokens: 16+ printable ASCII characters. Required, unless... |
- * | `KVID_AUTH=none`      | ...this is set: the service runs open, and says so loudly in its log                                       |
- * | `KVID_STORE_URL`      | the store, by scheme: `redis://[user:password@]host:port[/db]`, `rediss://`, `postgres://`, `mysql://`     |
- * | `KVID_REDIS_URL`      | the same for a Redis URL (before `KVID_STORE_URL`); neither set: Deno KV                                  |
- * | `KVID_KV_PATH`        | the Deno KV database; default Deno's own (on Deno Deploy: the project's KV)                                |
- * | `KVID_TIME_ZONE`      | the zone of `/v1/daily` serials; default `UTC`                                                             |
- * | `KVID_MAX_GENERATORS` | live generators at most (a new name past it answers 429); default 1,000                                    |
- * | `KVID_TIMEOUT_MS`     | how long a request waits for a reservation before a 503; default 5,000                                     |
- * | `KVID_NAMES`          | per-name generator options as JSON: `{"order": {"minStep": 1000}, "ticket": {"digits": 8}, "*": {"maxStep": 100000}}` (`minStep`, `maxStep`, `initialStep`, `segmentDuration`; `digits`, `timeZone` for `/v1/daily`); checked at start |
- * | `KVID_BASE_PATH`      | a prefix to serve under, e.g. `/ids` (every path below it; 404 outside); default none                     |
- * | `KVID_HOST`, `KVID_PORT` | where `@kvid/core/serve` listens (or `--host`, `--port`); default `0.0.0.0:8000`, `127.0.0.1` with `KVID_AUTH=none` |
- * | `KVID_FORMATS`        | public forms by name (`@kvid/core/codec`): `order=decimal:12:encrypted,share=base62:7:encrypted`           |
- * | `KVID_ID_KEY`         | the key(s) of the `encrypted` forms, hex (`<hex>`, or `2:<hex>,1:<hex>`); never logged                     |
- *
- * | endpoint                                   | answer                                                                                       |
- * | ------------------------------------------ | -------------------------------------------------------------------------------------------- |
- * | `POST` (or `GET`) `/v1/ids/{name}?count=N` | N (1..10,000, default 1) increasing IDs, one a line, `text/plain`; `Cache-Control: no-store` |
- * | the same with `Accept: application/json`   | `{"name": "order", "ids": ["1", "2"]}`: IDs as strings, exact to 2^63-1                      |
- * | a name with a form (`KVID_FORMATS`)        | `<id>\t<public form>` a line; JSON: `"encoded": [...]` beside `"ids"`                        |
- * | `POST` (or `GET`) `/v1/daily/{name}`       | `DailyId` serials, `yyyymmdd` + 6-digit seq (`20261201000001`), same formats                 |
- * | `GET /healthz`                             | `200 ok` (liveness, no token)                                                                |
- * | `GET /readyz`                              | 200 when the store answers (PING, or a KV read, within 1 s) and, under `KVID_DURABILITY=strict` (the default), says it cannot lose reservations; else 503 saying whether the store does not answer, refuses the configuration, or can lose reservations (no token) |
- * | `GET /metrics`                             | Prometheus text, a token of any scope (which sees its own names only)                        |
- * | `POST /v1/segments/{name}`                 | `{"count": 1000, "floor": "0", "raiseTo": "0"}`: reserves a whole range of the counter for a client that serves it itself (`HttpStore` of `@kvid/core/client`, TinyID's client model): `{"name", "ranges": [{"first": "1", "last": "1000"}], "raised": false}`, exact decimal strings; `count` at most `maxSegment` (1,000,000); 64 at once at most (503 `unavailable` past it) |
- * | `POST /v1/segments/{name}/release`         | `{"first", "last"}`: give back the unused tail if nobody reserved since: `{"released": true}` |
- * | `GET`/`PUT /v1/segments/{name}/step`       | the step remembered next to the counter: `{"step": 4096}` (or `null`)                        |
- * | `GET /openapi.json`                        | the OpenAPI 3.1 document of all of these (no token)                                          |
- * | `GET /`                                    | the status page (below)                                                                      |
- *
- * Errors are `{"error": {"code", "message"}}` with a status: 400 `bad_name` (the rules of `KvId`:
- * non-empty, well-formed Unicode, at most 4,096 UTF-8 bytes, one path segment, percent-encoded UTF-8,
- * not `.` or `..`; Deno KV keys stop at 2 KiB) or `bad_count`; 401 `unauthorized` with
- * `WWW-Authenticate: Bearer`; 403 `forbidden` (a name outside the token's names); 404; 405 with
- * `Allow`; 414 `request_too_large` (a URL over 16 KiB) and 413 (a body over 64 KiB; ID requests
- * never read their body); 429 `too_many_generators` (a generator unused for a minute is closed to
- * make room first; its unused IDs are skipped); 503 `unavailable` with `Retry-After` when no ID is
- * buffered and the store fails or hangs for the timeout (and `shutting_down` while stopping); 500
- * `store_config` when the store refuses the service's configuration (a wrong password, a user
- * without the permissions, a command renamed away: waiting does not fix it); 500 `internal`
- * otherwise, logged, never with a stack. Tokens are compared in constant time and never logged or echoed. On
- * SIGTERM (or SIGINT) the service turns new requests away with 503, answers those in flight, closes
- * its generators and its client, and exits 0.
- *
- * ```sh
- * curl -X POST -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8000/v1/ids/order
- * curl -X POST -H "Authorization: Bearer $TOKEN" -H "Accept: application/json" \
- *   "http://127.0.0.1:8000/v1/ids/order?count=3"
- * ```
- *
- * ```python
- * # Python, standard library only
- * import json, urllib.request
- *
- * req = urllib.request.Request("http://127.0.0.1:8000/v1/ids/order?count=100", method="POST",
- *     headers={"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"})
- * ids = [int(i) for i in json.load(urllib.request.urlopen(req))["ids"]]
- * ```
- *
- * **Embedded** in an app, with options instead of the environment (the client stays yours):
- *
- * ```ts ignore
- * import { createClient } from "npm:redis@5";
- * import { fromNodeRedis } from "@kvid/core";
+ * ```ts
  * import { createHandler } from "@kvid/core/server";
+ * import { DenoKvStore } from "@kvid/core/deno-kv";
+ * import assert from "node:assert/strict";
  *
- * const client = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
- * const ids = createHandler({ redis: fromNodeRedis(client), tokens: Deno.env.get("KVID_TOKENS") });
- * const server = Deno.serve((req) =>
- *   new URL(req.url).pathname.startsWith("/v1/") ? ids.fetch(req) : app(req)
- * );
- * // on shutdown: await server.shutdown(); await ids.close(); client.destroy();
+ * using store = new DenoKvStore(":memory:");
+ * await using ids = createHandler({ store, tokens: "app-secret-0123456789:*", log: () => {} });
+ * const res = await ids.fetch(new Request("http://localhost/v1/ids/order?count=3", {
+ *   method: "POST",
+ *   headers: { authorization: "Bearer app-secret-0123456789" },
+ * }));
+ * assert.equal(await res.text(), "1\n2\n3\n");
  * ```
  *
- * Under a prefix of an existing app (Hono, Oak, a plain `Deno.serve`), give `basePath`: with
- * `createHandler({ ..., basePath: "/ids" })` and `app.all("/ids/*", (c) => ids.fetch(c.req.raw))`
- * the IDs are at `/ids/v1/ids/{name}`, the status page at `/ids/` (its cookie scoped to `/ids`).
+ * The environment variables, endpoints, tokens, metrics, the status page and deployment:
+ * [docs/service.md](docs/service.md); what each token and endpoint lets its holder do:
+ * [docs/security.md](docs/security.md).
  *
- * **Deno Deploy**: an entry file `main.ts` with `export { default } from "jsr:@kvid/core/server";`,
- * `KVID_TOKENS` set in the project's environment variables, and no `KVID_REDIS_URL`: the IDs come from
- * the project's KV (set `KVID_REDIS_URL` to a `rediss://` URL to use Redis instead). Each isolate
- * reserves its own segments, so IDs stay unique and trend upwards, not strictly increasing across
- * isolates. (Not tried on Deploy from this repository's CI.)
- *
- * **Metrics** (`kind` and `name` labels per generator, only the names the token may see):
- * `kvid_ids_issued_total`, `kvid_reservations_total`, `kvid_reservation_failures_total` (failed,
- * or unanswered within the timeout), `kvid_request_failures_total` (requests answered 5xx for want
- * of the store: alert on this one), `kvid_stalls_total`, `kvid_rollbacks_total`, `kvid_step`,
- * `kvid_remaining`, the histogram `kvid_reservation_duration_seconds`; and `kvid_store_up`,
- * `kvid_store_config_error`, `kvid_generators`, `kvid_http_requests_in_flight`,
- * `kvid_http_responses_total{code}`, `kvid_build_info{version,runtime,runtime_version}`,
- * `process_start_time_seconds`, `process_cpu_seconds_total`, `process_resident_memory_bytes`,
- * `process_heap_bytes`, `process_open_fds`, `process_max_fds` (where the runtime offers them);
- * behind `@kvid/core/serve` also `kvid_http_connections`, `kvid_http_connections_max`,
- * `kvid_http_connections_accepted_total`, `kvid_http_connections_closed_total{reason}` and
- * `kvid_http_accept_errors_total`.
- *
- * **Status page**: `/` asks for a token in a form (a POST, so it never sits in a URL or a log) and
- * then keeps only a random session id in an `HttpOnly; SameSite=Strict` cookie (`Secure` over https,
- * 12 hours); forms posted from another site are refused. It lists the live generators the token may
- * see (step, remaining, IDs/s, issued, last reservation and its latency, failures, stalls, rollbacks,
- * last error) and charts IDs/s over the last 5 minutes in inline SVG; plain HTML, no script, no
- * external asset, under a strict `Content-Security-Policy`; it refreshes every 5 s.
- *
- * ![The status page: IDs per second over the last 5 minutes and the live generators](docs/service-status.png)
- *
- * **Throughput** (`deno bench -A bench/service_bench.ts`, 2026-12-01 03:46 UTC, Deno 2.9.6, Redis 7.0,
- * 2 shared cores with a 1-minute load average of 3.3 to 5.8 from other work during the run; the load
- * generator, autocannon, runs on the same 2 cores; 50 connections, 3 interleaved rounds of 5 s,
- * median):
- *
- * | target                                     |  req/s | each round           | p50 / p99 ms | Redis commands per 1,000 requests |
- * | ------------------------------------------ | -----: | -------------------- | -----------: | --------------------------------: |
- * | bare `Deno.serve` hello-world              | 62,656 | 82,781 57,824 62,656 |        0 / 3 |                                 0 |
- * | ID service, `count=1` (token auth)         | 64,387 | 87,494 61,744 64,387 |        0 / 2 |                                 0 |
- * | ID service, `count=100` (3.6M IDs/s)       | 35,814 | 30,221 35,814 42,346 |        1 / 3 |                               0.5 |
- * | `INCR` per request (node-redis, hand-made) | 47,811 | 42,410 47,811 58,938 |        0 / 4 |                             1,000 |
- *
- * The ID service runs at the hello-world's rate: on this machine the load generator sharing 2 busy
- * cores is the ceiling, and rounds vary by a third with the other work. The ID part's own cost,
- * in process without HTTP (`deno bench -A bench/service_handler_bench.ts`: default options and a
- * token, against a hello-world handler that builds the same `Request` and awaits a
- * `new Response("hello\n")`, subjects interleaved request by request in one process, 20,000
- * requests each; 2026-12-01 15:29 UTC, Deno 2.9.6, 2 shared cores at a 1-minute load of 1.1,
- * three runs): `count=1` 1.31x to 1.42x at the 10th, 25th and 50th percentiles on Deno KV and on
- * Redis, `count=100` 1.68x to 1.74x, within issue 27's goals (1.5x, 2x; the code before
- * measured 1.61x to 1.66x and 2.11x to 2.16x, and 1.57x to 1.66x and 2.12x to 2.22x interleaved
- * with this code in one process). IDs the generator holds are taken as a run and answered at once:
- * no promise of the handler's own, no array of IDs. What is left over the hello-world: the token
- * check (the `Authorization` header and the constant-time compare), the URL read (~0.3 µs), the
- * `Cache-Control` header (~0.4 µs: a header given to a `Response` costs that in Deno 2.9, and an
- * init with headers ~3 µs, so text answers keep the standard `text/plain;charset=UTF-8` of a
- * string body), the `Content-Length` and `Accept` reads, the clock, and for `count=100` the text
- * of 100 IDs (~1.5 µs). Over HTTP (`KVID_SERVICE_BENCH_ONLY=count100`, 8 interleaved rounds of
- * 3 s per run, 15:30-15:36 UTC, load 1 to 2.8), `count=100` against a `Deno.serve` service doing
- * one `INCRBY` of 100 per request: the median of the rounds' ratios 1.10, 1.55 and 1.19 in three
- * runs (single rounds 0.76 to 1.66), 1.28 and 1.23 in two runs with autocannon pinned to one core
- * and the servers and Redis to the other (rounds 0.92 to 1.60); per request the service's process
- * used 0.79x to 0.85x the CPU of the INCRBY service and Redis together, in all five (the code
- * before, served beside in the same runs: 0.99x to 1.23x the INCRBY service by the req/s medians,
- * 1.03x to 1.17x this code's CPU per request: most of the lead is the runs'). Autocannon
- * costs about as much CPU per request as either server (27 to 34 µs), so on 2 shared cores it
- * takes half the machine and single rounds move with the other work. `INCR` per request sends
- * every request to Redis (node-redis pipelines the 50 concurrent ones, which is why it keeps up at
- * all here) and is bounded by the Redis server and a round trip per request; the service sends one
- * command per segment.
- * For scale, Leaf publishes about 50,000 QPS on a 4-core machine. These figures are of
- * `deno serve` (`Deno.serve`); behind its own listener (`deno task serve`, which survives the
- * attacks `Deno.serve` does not) `count=1` measured 0.43x of `Deno.serve` in a later run of the
- * same bench at load 11 (5,362 against 12,425 req/s; see `@kvid/core/serve`).
+ * (This file is the entry point: {@linkcode createHandler} composing the parts, and the
+ * `deno serve` default export. The parts are apart, in `src/service/`; it runs on any store that
+ * passes the shared Store spec, and only the configuration from the environment names stores.)
  *
  * @module
  */
 
 import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
-import { scopeOf, Sessions } from "./auth.ts";
+import { holderOf, scopeOf, Sessions } from "./auth.ts";
+import { FailedAuth, failuresPerMinuteOf } from "./auth_limit.ts";
 import { serviceConfig } from "./config.ts";
 // env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
@@ -214,6 +46,7 @@ import { pageRoutes } from "./page_routes.ts";
 import { probes } from "./probes.ts";
 import { readiness } from "./readiness.ts";
 import { errorResponse } from "./respond.ts";
+import { allowedHostsOf, openGuard } from "./open_guard.ts";
 import { router } from "./router.ts";
 import { SegmentRoutes } from "./segments.ts";
 import { exitOnSignals } from "./signals.ts";
@@ -245,15 +78,21 @@ export type {
  * using store = new DenoKvStore(":memory:");
  * const service: IdService = createHandler({ store, auth: "none", log: () => {} });
  * const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, service.fetch);
- * const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/ids/order?count=3`);
+ * // Without tokens, IDs take a POST (no web page can send one to another origin unasked):
+ * const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/ids/order?count=3`, {
+ *   method: "POST",
+ * });
  * assert.ok((await res.text()) === "1\n2\n3\n");
  * await server.shutdown(); // stop accepting, answer in-flight requests
  * await service.close(); // then close the generators
  * ```
  */
 export interface IdService extends AsyncDisposable {
-  /** Answer one request. */
-  fetch(req: Request): Promise<Response>;
+  /**
+   * Answer one request; `info.remoteAddr` (as `Deno.serve` passes it) is the peer whose failed
+   * authentications are limited (without it, none are).
+   */
+  fetch(req: Request, info?: { remoteAddr: Deno.Addr }): Promise<Response>;
   /**
    * Stop: later requests answer 503; waits for requests in flight, then closes the generators.
    * A client or store given in the options stays the caller's to close.
@@ -299,12 +138,20 @@ export function createHandler(options: ServiceOptions): IdService {
     names: config.names,
   });
   const scope = scopeOf(config.auth);
+  // Checked here, not in config.ts: the options of issue 33's guards.
+  const perMinute = failuresPerMinuteOf(options.authFailuresPerMinute);
+  const limiter = config.auth === undefined || perMinute === 0
+    ? undefined
+    : new FailedAuth(perMinute);
+  const guard = config.auth === undefined
+    ? openGuard(allowedHostsOf(options.allowedHosts), basePath)
+    : undefined;
   const segments = new SegmentRoutes({
     store,
     timeout,
     maxSegment: config.maxSegment,
     log,
-    scopeOf: scope,
+    holderOf: holderOf(config.auth),
   });
   const ready = readiness({ store, durability, probe: config.ready, generators });
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };
@@ -312,7 +159,16 @@ export function createHandler(options: ServiceOptions): IdService {
     basePath,
     ids: idsEndpoint({ generators, scopeOf: scope, codecs: config.codecs, log }),
     segments: (req, rest) => segments.route(req, rest),
-    probes: probes({ ready, scopeOf: scope, generators, http, segments, metrics: config.metrics }),
+    probes: probes({
+      ready,
+      scopeOf: scope,
+      generators,
+      http,
+      segments,
+      metrics: limiter === undefined
+        ? config.metrics
+        : () => [...limiter.metrics(), ...(config.metrics?.() ?? [])],
+    }),
     page: pageRoutes({
       auth: config.auth,
       sessions: new Sessions(basePath || "/"),
@@ -326,7 +182,19 @@ export function createHandler(options: ServiceOptions): IdService {
   let drained: (() => void) | undefined;
 
   // Not async: a promise only where the answer waits (the IDs), one layer fewer per request.
-  function fetch(req: Request): Promise<Response> {
+  function fetch(req: Request, info?: { remoteAddr: Deno.Addr }): Promise<Response> {
+    // The peer of a failed authentication: an address, by IP (the port changes per connection).
+    const peer = limiter !== undefined && info !== undefined && "hostname" in info.remoteAddr
+      ? info.remoteAddr.hostname
+      : undefined;
+    if (peer !== undefined && limiter!.size > 0) {
+      const throttled = isProbe(req) ? undefined : limiter!.throttle(peer, Date.now());
+      if (throttled !== undefined) return Promise.resolve(answered(throttled));
+    }
+    if (guard !== undefined) {
+      const refused = guard(req);
+      if (refused !== undefined) return Promise.resolve(answered(refused));
+    }
     if (closing !== undefined) {
       return Promise.resolve(
         errorResponse(503, "shutting_down", "the service is shutting down", {
@@ -342,13 +210,30 @@ export function createHandler(options: ServiceOptions): IdService {
     } catch (err) {
       res = unexpected(err);
     }
+    if (peer !== undefined) {
+      return res instanceof Promise
+        ? res.then((r) => counted(r, peer), (err) => counted(unexpected(err), peer))
+        : Promise.resolve(counted(res, peer));
+    }
     return res instanceof Promise
-      ? res.then(answered, (err) => answered(unexpected(err)))
-      : Promise.resolve(answered(res));
+      ? res.then(done, (err) => done(unexpected(err)))
+      : Promise.resolve(done(res));
   }
 
-  function answered(res: Response): Response {
+  /** A request's answer, in flight no longer. */
+  function done(res: Response): Response {
     if (--http.inFlight === 0) drained?.();
+    return answered(res);
+  }
+
+  /** {@linkcode done}, and a 401 counted against `peer`. */
+  function counted(res: Response, peer: string): Response {
+    if (res.status === 401) limiter!.failed(peer, Date.now());
+    return done(res);
+  }
+
+  /** Count an answer by its status. */
+  function answered(res: Response): Response {
     http.responses.set(res.status, (http.responses.get(res.status) ?? 0) + 1);
     return res;
   }
@@ -458,7 +343,7 @@ function refuseOpen(hostname: string): never {
  * ```
  */
 const server: Deno.ServeDefaultExport = {
-  fetch: (req) => fromEnv().service.fetch(req),
+  fetch: (req, info) => fromEnv().service.fetch(req, info),
   onListen: (addr) => {
     const { hostname, port } = addr as Deno.NetAddr;
     // `deno serve` binds 0.0.0.0 unless told otherwise: where its command line could not be
@@ -468,3 +353,9 @@ const server: Deno.ServeDefaultExport = {
   },
 };
 export default server;
+
+/** `/healthz` and `/readyz`: answered to a throttled peer too (they need no token). */
+function isProbe(req: Request): boolean {
+  const path = new URL(req.url).pathname;
+  return path.endsWith("/healthz") || path.endsWith("/readyz");
+}

@@ -92,6 +92,13 @@ function idsOperation(kind: "ids" | "daily", method: string) {
       },
       "400": error("`bad_name` or `bad_count`."),
       ...AUTH_ERRORS,
+      ...(kind === "ids"
+        ? {
+          "409": error(
+            "`overflow`: the counter is at 2^63-1; `domain`: past the largest ID of the name's public form.",
+          ),
+        }
+        : {}),
       "429": error("`too_many_generators` (with `Retry-After`)."),
       ...STORE_ERRORS,
     },
@@ -133,24 +140,37 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
         parameters: [NAME],
         requestBody: { required: true, content: json(ref("SegmentRequest")) },
         responses: {
-          "200": { description: "The reserved ranges.", content: json(ref("SegmentResponse")) },
+          "200": {
+            description: "The reserved ranges, and the receipt a release of them shows.",
+            content: json(ref("SegmentResponse")),
+          },
           "409": error("`overflow`: the counter would pass 2^63-1."),
           ...segmentErrors,
+          "403": error(
+            "The token's names do not include this one, or a raise past the counter plus one " +
+              "maximum segment by a token that is not administrative.",
+          ),
         },
       },
     },
     "/v1/segments/{name}/release": {
       post: {
         operationId: "releaseSegment",
-        summary: "Give back the unused tail of the caller's last range, if nobody reserved since.",
+        summary: "Give back the unused top of the caller's segments, with their receipts.",
         security: [{ bearer: [] }],
         parameters: [NAME],
-        requestBody: { required: true, content: json(ref("SegmentRange")) },
+        requestBody: { required: true, content: json(ref("ReleaseRequest")) },
         responses: {
           "200": {
-            description: "Whether it was given back.",
+            description: "Given back: the counter is at `first - 1`.",
             content: json(ref("ReleaseResponse")),
           },
+          "409": error(
+            "`release_refused`, saying why: no receipts, a receipt this instance did not hand " +
+              "to this token or that was used (or forgotten: a restart forgets all), a range " +
+              "not of the receipts' segments or not ending at their top, or the counter no " +
+              "longer at `last` (someone reserved since).",
+          ),
           ...segmentErrors,
         },
       },
@@ -175,6 +195,10 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
         responses: {
           "200": { description: "Remembered.", content: json(ref("StepBody")) },
           ...segmentErrors,
+          "403": error(
+            "The token's names do not include this one, or a step above the segment cap by a " +
+              "token that is not administrative.",
+          ),
         },
       },
     },
@@ -304,10 +328,14 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
                     "too_many_generators",
                     "request_too_large",
                     "overflow",
+                    "domain",
+                    "release_refused",
                     "unavailable",
                     "shutting_down",
                     "store_config",
                     "internal",
+                    "unsupported_media_type",
+                    "too_many_failures",
                   ],
                 },
                 message: { type: "string" },
@@ -339,24 +367,53 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
           required: ["count"],
           properties: {
             count: { type: "integer", minimum: 1, description: "At most the service's cap." },
-            floor: decimal,
-            raiseTo: decimal,
+            floor: {
+              ...decimal,
+              description: "The highest ID the caller holds: a counter below it is raised first.",
+            },
+            raiseTo: {
+              ...decimal,
+              description: "What a counter below `floor` is raised to: at least `floor` " +
+                "(default `floor`); past the counter plus one maximum segment only with an " +
+                "administrative token.",
+            },
             guard: { type: "boolean", default: true },
           },
         },
         SegmentResponse: {
           type: "object",
-          required: ["name", "ranges", "raised"],
+          required: ["name", "ranges", "raised", "receipt"],
           properties: {
             name: { type: "string" },
             ranges: { type: "array", items: ref("SegmentRange"), minItems: 1 },
             raised: { type: "boolean" },
+            receipt: {
+              type: "string",
+              pattern: "^[A-Za-z0-9_-]{22}$",
+              description:
+                "Shown by a release of these IDs: remembered by this service instance, good once.",
+            },
+          },
+        },
+        ReleaseRequest: {
+          type: "object",
+          required: ["first", "last", "receipts"],
+          properties: {
+            first: decimal,
+            last: decimal,
+            receipts: {
+              type: "array",
+              items: { type: "string", pattern: "^[A-Za-z0-9_-]{22}$" },
+              minItems: 1,
+              maxItems: 8,
+              description: "The receipts of the (adjacent) segments `first..last` lies in.",
+            },
           },
         },
         ReleaseResponse: {
           type: "object",
           required: ["released"],
-          properties: { released: { type: "boolean" } },
+          properties: { released: { type: "boolean", const: true } },
         },
         StepBody: {
           type: "object",

@@ -11,6 +11,7 @@ import type { RedisSource } from "../contract/redis_client.ts";
 import type { Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import type { NameOptions } from "./generators.ts";
+import { KVID_DEFAULTS } from "../engine/defaults.ts";
 
 export type { NameOptions };
 
@@ -31,9 +32,10 @@ export const SERVICE_DEFAULTS = {
   timeZone: "UTC",
   maxGenerators: 1000,
   idleMs: 60000,
-  maxSegment: 1000000,
-  timeout: 5000,
-  durability: "strict",
+  // The generators' own defaults (maxSegment: KvId's maxStep), read from their table.
+  maxSegment: KVID_DEFAULTS.maxStep,
+  timeout: KVID_DEFAULTS.timeout,
+  durability: KVID_DEFAULTS.durability,
   basePath: "",
 } as const satisfies Partial<ServiceOptions>;
 
@@ -87,7 +89,10 @@ export interface ServiceOptions {
   storeLabel?: string;
   /**
    * The tokens, `"<token>:<names>,<token>:<names>"`, names `*` or `a|b|c`; each token
-   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`.
+   * 16 to 1,024 printable ASCII characters. Required unless `auth` is `"none"`. `admin=` before
+   * the names (`"<token>:admin=*"`) makes a token administrative on them: it may raise a counter
+   * past its value plus `maxSegment` and remember a step above `maxSegment`, which other tokens
+   * (`*` ones too) may not (docs/security.md).
    * @default {undefined}
    */
   tokens?: string;
@@ -162,4 +167,19 @@ export interface ServiceOptions {
    * @default {console.error}
    */
   log?: (line: string) => void;
+  /**
+   * Host names (without port) the unauthenticated mode answers beside `localhost`, 127.0.0.0/8
+   * and `[::1]` (env `KVID_ALLOWED_HOSTS`, comma-separated): any other `Host` is 403, so a page
+   * that points its own name at 127.0.0.1 (DNS rebinding) reads nothing. Unused with tokens.
+   * @default {[]}
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Failed authentications (401 answers) a peer address may have within a minute before it is
+   * answered 429 with `Retry-After` until the minute is over (env
+   * `KVID_AUTH_LIMIT`); 0: no limit. Needs the peer: `Deno.serve`'s and
+   * `@kvid/core/serve`'s handler info. Behind a proxy every client is the proxy's address.
+   * @default {10}
+   */
+  authFailuresPerMinute?: number;
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { type DurabilityMode, durabilityRefusal } from "../contract/durability.ts";
 import { KvIdError } from "../contract/errors.ts";
 import type { Store } from "../contract/store.ts";

@@ -7,13 +7,14 @@
  */
 
 import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
-import { withDeadline } from "../contract/deadline_timer.ts";
+import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { MAX_ID, type Reservation, type Store } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
-import { inScope, type ScopeOf, unauthorized } from "./auth.ts";
+import { type Holder, type HolderOf, inScope, unauthorized } from "./auth.ts";
 import { escapeLabel } from "./metrics.ts";
 import { checkedName } from "./names.ts";
+import { MAX_RECEIPTS_PER_RELEASE, RECEIPT, Receipts } from "./receipts.ts";
 import { readLimited } from "./request.ts";
 import { errorResponse, unavailable, worthRetry } from "./respond.ts";
 /** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
@@ -23,11 +24,26 @@ const MAX_SEGMENTS_IN_FLIGHT = 64;
 const MAX_BODY_BYTES = 4_096;
 const JSON_TYPE = "application/json; charset=utf-8";
 
+/** A 409 `release_refused`: the range was not given back, and why. */
+function refusedRelease(why: string): Response {
+  return errorResponse(409, "release_refused", `not given back: ${why}`);
+}
+
 /** Counts by name, at most 10,000 names (the oldest forgotten past it): bounded memory. */
 class CappedCounts extends Map<string, number> {
   add(name: string): void {
     if (!this.has(name) && this.size >= 10_000) this.delete(this.keys().next().value!);
     this.set(name, (this.get(name) ?? 0) + 1);
+  }
+}
+
+/** The highest value seen by name, at most 10,000 names (the oldest forgotten past it). */
+class CappedHighs extends Map<string, bigint> {
+  raise(name: string, value: bigint): void {
+    const had = this.get(name);
+    if (had !== undefined && had >= value) return;
+    if (had === undefined && this.size >= 10_000) this.delete(this.keys().next().value!);
+    this.set(name, value);
   }
 }
 
@@ -41,8 +57,8 @@ export interface SegmentRoutesOptions {
   maxSegment: number;
   /** Where failures are logged. */
   log: (line: string) => void;
-  /** The scope of a request's token. */
-  scopeOf: ScopeOf;
+  /** What a request's token may do, and which token it is. */
+  holderOf: HolderOf;
 }
 
 /** The segment endpoints of one service, and their counters. */
@@ -51,9 +67,12 @@ export class SegmentRoutes {
   readonly #timeout: number;
   readonly #maxSegment: number;
   readonly #log: (line: string) => void;
-  readonly #scopeOf: ScopeOf;
+  readonly #holderOf: HolderOf;
   readonly #served = new CappedCounts();
   readonly #failed = new CappedCounts();
+  readonly #receipts = new Receipts();
+  /** The highest counter value a reservation or a read here saw, by name: what bounds raises. */
+  readonly #highs = new CappedHighs();
   #inFlight = 0;
 
   constructor(options: SegmentRoutesOptions) {
@@ -61,7 +80,7 @@ export class SegmentRoutes {
     this.#timeout = options.timeout;
     this.#maxSegment = options.maxSegment;
     this.#log = options.log;
-    this.#scopeOf = options.scopeOf;
+    this.#holderOf = options.holderOf;
   }
 
   /**
@@ -78,21 +97,21 @@ export class SegmentRoutes {
     if (!allow.split(", ").includes(req.method)) {
       return errorResponse(405, "method_not_allowed", `use ${allow}`, { allow });
     }
-    const scope = this.#scopeOf(req);
-    if (scope === undefined) return unauthorized();
+    const holder = this.#holderOf(req);
+    if (holder === undefined) return unauthorized();
     const name = checkedName(slash < 0 ? rest : rest.slice(0, slash));
     if (typeof name !== "string") return name;
-    if (!inScope(scope, name)) {
+    if (!inScope(holder.scope, name)) {
       return errorResponse(403, "forbidden", "this token may not ask for IDs of that name");
     }
-    return await this.answer(req, name, op);
+    return await this.answer(req, name, op, holder);
   }
 
   /**
-   * Answer `op` (`""` reserve, `"release"`, `"step"`) on counter `name`, whose method, token and
-   * name the caller checked.
+   * Answer `op` (`""` reserve, `"release"`, `"step"`) on counter `name` for `holder`, whose
+   * method, token and name the caller checked.
    */
-  async answer(req: Request, name: string, op: string): Promise<Response> {
+  async answer(req: Request, name: string, op: string, holder: Holder): Promise<Response> {
     let body: Record<string, unknown> = {};
     if (req.method !== "GET") {
       const text = await readLimited(req, MAX_BODY_BYTES);
@@ -138,6 +157,9 @@ export class SegmentRoutes {
         if (body.guard !== undefined && typeof body.guard !== "boolean") {
           return bad("guard must be true or false");
         }
+        const guard = body.guard !== false;
+        // A counter below the floor is set to raiseTo: below the floor, that would lower it.
+        if (guard && raiseTo < floor) return bad("raiseTo must be at least floor");
         // Each segment request is a store command (IDs requests mostly are not): at most
         // MAX_SEGMENTS_IN_FLIGHT at once, the rest told to come back, so a flood of them
         // queues here rather than on the this.#store.
@@ -149,11 +171,15 @@ export class SegmentRoutes {
         this.#inFlight++;
         let reservation: Reservation;
         try {
+          if (guard && !holder.admin) {
+            const refused = await this.#raiseRefused(name, raiseTo);
+            if (refused !== undefined) return refused;
+          }
           reservation = await this.#bounded(
             this.#store.reserve(SEGMENT_KEY, name, count as number, {
               floor,
               raiseTo,
-              guard: body.guard !== false,
+              guard,
               exact: true,
             }),
           );
@@ -161,10 +187,13 @@ export class SegmentRoutes {
           this.#inFlight--;
         }
         this.#served.add(name);
+        const top = reservation.ranges.at(-1);
+        if (top !== undefined) this.#highs.raise(name, top.last);
         const answer: SegmentResponse = {
           name,
           ranges: reservation.ranges.map((r) => ({ first: String(r.first), last: String(r.last) })),
           raised: reservation.raised,
+          receipt: this.#receipts.issue(name, holder.holder, reservation.ranges),
         };
         return json(answer);
       }
@@ -175,9 +204,29 @@ export class SegmentRoutes {
         const last = decimal(body.last, "last");
         if (typeof last !== "bigint") return last;
         if (first < 1n || last < first) return bad("a range needs 1 <= first <= last");
+        const receipts = body.receipts;
+        if (receipts === undefined || (Array.isArray(receipts) && receipts.length === 0)) {
+          return refusedRelease(
+            "a release needs the receipts of the segments it gives back (receipts: the " +
+              "segment answers' receipt values)",
+          );
+        }
+        if (
+          !Array.isArray(receipts) || receipts.length > MAX_RECEIPTS_PER_RELEASE ||
+          !receipts.every((r) => typeof r === "string" && RECEIPT.test(r))
+        ) {
+          return bad(`receipts must be 1 to ${MAX_RECEIPTS_PER_RELEASE} receipts of segments`);
+        }
+        const why = this.#receipts.take(name, holder.holder, receipts, { first, last });
+        if (why !== undefined) return refusedRelease(why);
         const released = await this.#bounded(
           this.#store.release(SEGMENT_KEY, name, { first, last }),
         );
+        if (!released) {
+          return refusedRelease(
+            `the counter is no longer at ${last}: someone reserved since (the IDs stay a gap)`,
+          );
+        }
         return json({ released } satisfies ReleaseResponse);
       }
       if (req.method === "GET") {
@@ -189,6 +238,13 @@ export class SegmentRoutes {
       const step = body.step;
       if (!Number.isSafeInteger(step) || (step as number) < 1) {
         return bad("step must be a positive integer");
+      }
+      if (!holder.admin && (step as number) > this.#maxSegment) {
+        return errorResponse(
+          403,
+          "forbidden",
+          `a step above ${this.#maxSegment} (the segment cap) needs an administrative token`,
+        );
       }
       await this.#bounded(this.#store.saveStep(SEGMENT_KEY, name, step as number));
       return json({ step } as StepBody);
@@ -212,6 +268,32 @@ export class SegmentRoutes {
       }
     }
     return out;
+  }
+
+  /**
+   * Why a raise of counter `name` to `raiseTo` by a token that is not administrative is refused
+   * (403), or undefined when it is within the counter plus one maximum segment: no worse than
+   * reserving that segment. The counter is read only when what reservations here saw does not
+   * already allow it (after a restart, or a client that knows more than this instance).
+   */
+  async #raiseRefused(name: string, raiseTo: bigint): Promise<Response | undefined> {
+    const most = BigInt(this.#maxSegment);
+    if (raiseTo <= (this.#highs.get(name) ?? 0n) + most) return undefined;
+    if (this.#store.counters !== undefined) {
+      const found = (await this.#bounded(this.#store.counters(SEGMENT_KEY, { names: [name] })))
+        .get(name);
+      // A counter with a layout counts block cycles, not IDs: no bound from it.
+      if (found === undefined) this.#highs.raise(name, 0n);
+      else if (found.layout === undefined) this.#highs.raise(name, found.value);
+    }
+    const high = this.#highs.get(name) ?? 0n;
+    if (raiseTo <= high + most) return undefined;
+    return errorResponse(
+      403,
+      "forbidden",
+      `raising the counter to ${raiseTo} needs an administrative token: this token may raise ` +
+        `it to ${high + most} at most (its value ${high} plus one maximum segment)`,
+    );
   }
 
   #bounded<T>(work: Promise<T>): Promise<T> {

@@ -35,21 +35,12 @@
  * Each is counted in `/metrics` (`kvid_http_connections_closed_total{reason}`,
  * `kvid_http_accept_errors_total`).
  *
- * Measured by `deno run -A bench/attack.ts` (2026-12-01, Deno 2.9.6, 2 shared cores, both on
- * Deno KV in memory at `ulimit -n 4096`; the tests do the same at 256):
- *
- * | attack                              | `deno serve` (Deno.serve)                              | `deno task serve` (this listener)                         |
- * | ----------------------------------- | ------------------------------------------------------ | --------------------------------------------------------- |
- * | 4,100 idle connections              | exits 1 at 4,069 (`Too many open files (os error 24)`) | alive; a valid request served during the flood in 4 ms     |
- * | a valid request once the flood ends | fails: the process is gone                             | 200 in 45 ms                                              |
- * | 1,000 half-sent request heads       | all 1,000 still open 15 s later                        | none open 15 s later (closed at the 10 s header limit)    |
- *
- * The price: JavaScript parses each request head (`Deno.serve` parses in Rust). In
- * `bench/service_bench.ts` (50 connections, autocannon, 3 rounds of 3 s, 1-minute load 11 from
- * other work on 2 cores) `count=1` answered 5,362 req/s behind this listener against 12,425
- * behind `Deno.serve` (p50 6 against 2 ms); a bare `Deno.listen` read/write loop measured the
- * same as this listener on that machine. Behind a proxy that has these limits (nginx, a cloud
- * load balancer), `deno serve -A --unstable-kv jsr:@kvid/core/server` is the faster choice.
+ * `bench/attack.ts` floods both with idle connections and half-sent request heads: `deno serve`
+ * exits when its file descriptors run out, this listener stays up and keeps serving. The price:
+ * JavaScript parses each request head (`Deno.serve` parses in Rust); its figures are the service
+ * rows of bench/RESULTS.md. Behind a proxy that has these limits (nginx, a cloud load balancer),
+ * `deno serve -A --unstable-kv jsr:@kvid/core/server` is the faster choice. The whole service:
+ * [docs/service.md](docs/service.md).
  *
  * @module
  */
@@ -184,7 +175,8 @@ export interface RunningService {
  *
  * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
  * const s = serveFromEnv(["--port", "0"], (n) => env.get(n), () => {});
- * const res = await fetch(`http://127.0.0.1:${s.listener.addr.port}/v1/ids/order?count=2`);
+ * const url = `http://127.0.0.1:${s.listener.addr.port}/v1/ids/order?count=2`;
+ * const res = await fetch(url, { method: "POST" }); // without tokens: POST only
  * assert.ok((await res.text()) === "1\n2\n");
  * await s.stop();
  * ```
@@ -205,8 +197,13 @@ export function serveFromEnv(
   const late: { listener?: Listener } = {};
   let service: IdService;
   try {
+    // The address it listens on, named so (not a wildcard nor loopback), is a host of its own.
+    const own = /^(0\.0\.0\.0|::|\[::\])$/.test(where.hostname) || where.hostname.includes(":")
+      ? []
+      : [where.hostname.toLowerCase()];
     service = createHandler({
       ...config.options,
+      allowedHosts: [...(config.options.allowedHosts ?? []), ...own],
       log,
       metrics: () => late.listener?.metrics() ?? [],
     });

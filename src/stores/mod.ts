@@ -86,8 +86,8 @@
  * segment may be several ranges). It sends the generator's high-water mark as a floor, so a server
  * that was down or behind jumps to its first block above it. A server that errors or does not answer
  * within a few round trips (at least 200 ms) is skipped and retried after a backoff (up to 2 s). In
- * the tests, killing one of three servers cost at most one such wait (200–290 ms) and usually none
- * (prefetch covered it); a restarted server was used again after about 250 ms.
+ * the tests, killing one of three servers cost at most one such wait and usually none (prefetch
+ * covered it); a restarted server was used again after its backoff.
  *
  * Limits: the floor is per generator, so a fresh generator that first reaches a server nobody used
  * since it came back gets that server's old position (unique, but below the front, until it is used

@@ -75,7 +75,7 @@
  */
 
 import { KvIdError } from "../../contract/errors.ts";
-import { disown, own } from "../../contract/shutdown.ts";
+import { disown, own } from "../../runtime/shutdown.ts";
 import type {
   CountersOptions,
   CounterValue,

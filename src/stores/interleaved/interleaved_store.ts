@@ -6,7 +6,7 @@
  * @module
  */
 
-import { withDeadline } from "../../contract/deadline_timer.ts";
+import { withDeadline } from "../../runtime/deadline_timer.ts";
 import { KvIdError, type KvIdErrorReason } from "../../contract/errors.ts";
 import {
   type DurabilityOptions,

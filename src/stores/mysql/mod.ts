@@ -80,9 +80,9 @@
  * Why a row lock and not TinyID's optimistic version column (`SELECT`, then
  * `UPDATE ... WHERE version = v`, again on a conflict): one round trip instead of two, and no
  * retries: under contention most optimistic attempts lose and go round again, while a row lock
- * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a shared machine) the
- * row lock measured 57 ms against 501 ms for 200 reservations (8.8x; 6.1x in a busier run); 72%
- * of the optimistic attempts lost to another worker.
+ * only queues. With 8 workers on one counter, bench/sql_bench.ts
+ * measures both forms: the row lock does several times the reservations, and most optimistic
+ * attempts lose to another worker.
  *
  * ## Guarantees and durability
  *
@@ -122,15 +122,10 @@
  *
  * ## Costs
  *
- * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, the servers started by the bench,
- * durable; two runs at a 1-minute load of 6 to 8 and of about 11 from other work): one reservation
- * is a commit, so its round trip is the server's commit latency (a log flush): 0.71 ms on average
- * in the quieter run (11.6 ms in the busier one), beside 0.57 ms (10.5 ms) for Redis with
- * `appendfsync always` in the same runs. It is paid once per segment, in the background: `next()`
- * per ID measured the same on every store within the machine's noise (46 to 113 ns per ID, mean of
- * 1,000-ID iterations, Redis 55 ns, the order changing between runs), because a segment is served
- * from memory and the next one is reserved before it runs out. The ID service on it served the same
- * order of requests/s as on Redis (5,000 to 10,000 on that machine). Details: bench/README.md.
+ * One reservation is a commit, so its round trip is the server's commit latency (a log flush).
+ * It is paid once per segment, in the background: `next()` per ID costs the same on every store,
+ * because a segment is served from memory and the next one is reserved before it runs out.
+ * bench/sql_bench.ts measures both beside Redis; figures in bench/RESULTS.md.
  *
  * @module
  */

@@ -78,9 +78,9 @@
  * Why a row lock and not seed 003's optimistic version column (`SELECT value, version`, then
  * `UPDATE ... WHERE version = $v`, again on a conflict): one round trip instead of two, and no
  * retries: under contention most optimistic attempts lose and go round again, while a row lock
- * only queues. With 8 workers on one counter (bench/sql_bench.ts, 2026-12-01, a shared machine) the
- * row lock measured 300 ms against 1.6 s for 200 reservations (5.3x; 6.9x in a busier run); 79%
- * of the optimistic attempts lost to another worker.
+ * only queues. With 8 workers on one counter, bench/sql_bench.ts
+ * measures both forms: the row lock does several times the reservations, and most optimistic
+ * attempts lose to another worker.
  *
  * ## Guarantees and durability
  *
@@ -126,16 +126,10 @@
  *
  * ## Costs
  *
- * Measured by bench/sql_bench.ts on 2026-12-01 (2 shared cores, the servers started by the bench,
- * durable; two runs at a 1-minute load of 6 to 8 and of about 11 from other work): one reservation
- * is a commit, so its round trip is the server's commit latency (a log flush): 1.5 ms with pg and
- * 1.9 ms with postgres.js on average in the quieter run (15.0 and 14.2 ms in the busier one),
- * beside 0.57 ms (10.5 ms) for Redis with `appendfsync always` in the same runs. It is paid once
- * per segment, in the background: `next()` per ID measured the same on every store within the
- * machine's noise (46 to 113 ns per ID, mean of 1,000-ID iterations, Redis 55 ns, the order
- * changing between runs), because a segment is served from memory and the next one is reserved
- * before it runs out. The ID service on it served the same order of requests/s as on Redis (5,000
- * to 10,000 on that machine). Details: bench/README.md.
+ * One reservation is a commit, so its round trip is the server's commit latency (a log flush).
+ * It is paid once per segment, in the background: `next()` per ID costs the same on every store,
+ * because a segment is served from memory and the next one is reserved before it runs out.
+ * bench/sql_bench.ts measures both beside Redis; figures in bench/RESULTS.md.
  *
  * @module
  */

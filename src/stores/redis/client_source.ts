@@ -6,7 +6,7 @@
  */
 
 import { describe } from "../../contract/validate.ts";
-import { own } from "../../contract/shutdown.ts";
+import { own } from "../../runtime/shutdown.ts";
 import type { RedisClient, RedisSource } from "../../contract/redis_client.ts";
 
 const factoryClients = new WeakMap<() => unknown, Promise<RedisClient>>();

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../daily/calendar.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../contract/calendar_bounds.ts";
 import { LAYOUT_FIELD_PREFIX } from "../interleaved/layout.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";

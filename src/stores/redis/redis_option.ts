@@ -1,14 +1,14 @@
 /**
  * Turning a generator's `redis` option (a client, a factory, or a list of either for interleaved
  * servers) into a {@linkcode Store}: the one place that knows which store serves which option.
- * Loading this module installs it as the contract's store source (`src/contract/store_source.ts`),
+ * Loading this module installs it as the runtime's store source (`src/runtime/store_source.ts`),
  * so the engine sees only the store contract; `mod.ts` loads it.
  *
  * @module
  */
 
 import { defaultRedis } from "./configure.ts";
-import { installStoreSource, type StoreSourceContext } from "../../contract/store_source.ts";
+import { installStoreSource, type StoreSourceContext } from "../../runtime/store_source.ts";
 import { InterleavedStore, MAX_MEMBERS } from "../interleaved/interleaved_store.ts";
 import { checkRedisSource } from "./client_source.ts";
 import type { RedisSource } from "../../contract/redis_client.ts";

@@ -29,7 +29,7 @@ import { confirmedAs, firstReservation } from "./first_reservation.ts";
 import { durabilityRefusal } from "../../contract/durability.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
 import { resolveRedis } from "./client_source.ts";
-import { confirmReservation } from "./confirm.ts";
+import { confirmReservation, confirms, connectionOf } from "./confirm.ts";
 import { parseInteger, range, reservationFrom, reserveArgs, text } from "./replies.ts";
 import {
   GIVE_BACK_SCRIPT,
@@ -129,8 +129,11 @@ export class RedisStore implements Store {
     options: ReserveOptions,
   ): Promise<Reservation> {
     const started = performance.now();
+    // Which connection reserves, asked before the reservation (see connectionOf).
+    const before = confirms(client, options) ? connectionOf(client, key) : undefined;
+    before?.catch(() => {});
     const reservation = await this.#reserve(client, key, field, count, options);
-    await this.#confirm(client, key, field, options, started);
+    await this.#confirm(client, key, field, options, started, before);
     return reservation;
   }
 
@@ -140,6 +143,7 @@ export class RedisStore implements Store {
     field: string,
     options: ReserveOptions,
     started: number,
+    before?: Promise<string>,
   ): Promise<void> {
     // A member of an interleaved set waits a few of its own round trips at most
     // (waitRoundTrips): one whose replicas or fsync do not confirm is skipped quickly.
@@ -148,7 +152,14 @@ export class RedisStore implements Store {
     if (options.waitRoundTrips !== undefined) {
       budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
     }
-    await confirmReservation(client, key, field, options, Math.max(1, Math.floor(budget)));
+    await confirmReservation(
+      client,
+      key,
+      field,
+      options,
+      Math.max(1, Math.floor(budget)),
+      before,
+    );
   }
 
   /**
@@ -170,6 +181,8 @@ export class RedisStore implements Store {
     // (An interleaved member's layout reservation has a script of its own: never in one call.)
     const oneCall = options.guard && options.layout === undefined && this.#scripting &&
       sharedRead(client, key, asked.reuse === true) === undefined;
+    const before = oneCall && confirms(client, options) ? connectionOf(client, key) : undefined;
+    before?.catch(() => {});
     const first = oneCall
       ? await firstReservation(client, key, field, count, options, asked)
       : "apart";
@@ -188,7 +201,14 @@ export class RedisStore implements Store {
     if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
       return { ranges: [], raised: reservation.raised, durability };
     }
-    await this.#confirm(client, key, field, confirmedAs(options, asked, durability), started);
+    await this.#confirm(
+      client,
+      key,
+      field,
+      confirmedAs(options, asked, durability),
+      started,
+      before,
+    );
     return { ...reservation, durability };
   }
 

@@ -8,7 +8,7 @@
 import { KvIdError } from "../../contract/errors.ts";
 import { MAX_ID, type Reservation, type ReserveOptions } from "../../contract/store.ts";
 import { interleavedCounter, otherLayout, singleStoreCounter } from "../interleaved/layout.ts";
-import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../daily/calendar.ts";
+import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../contract/calendar_bounds.ts";
 
 /** The table a SQL store keeps its counters in unless told otherwise. */
 export const DEFAULT_TABLE = "kvid_counters";

@@ -7,7 +7,7 @@
 /**
  * How late a timer may fire and still count as on time, in ms. Later than this, the event loop
  * was busy with something else (the application's synchronous work, a long GC pause) when the
- * timer was due; under load on 2 shared cores timers were seen firing up to ~20 ms late.
+ * timer was due; under load on shared cores timers fire late, though well within this bound.
  */
 export const LOOP_LAG_MS = 50;
 
@@ -57,8 +57,8 @@ export function deadlineTimer(ms: number, fire: () => void): () => void {
 
 /**
  * All deadlines share one `setTimeout`, armed for the earliest. A `setTimeout` and its
- * `clearTimeout` cost 5 µs to 30 µs each on 2 loaded cores (Deno 2.9), and a generator's first ID
- * set two of them (the call's deadline, the reservation's): most of its cost over the round trip.
+ * `clearTimeout` are costly beside the engine's own work, and a generator's first ID set two of
+ * them (the call's deadline, the reservation's): most of its cost over the round trip.
  * Deadlines of one `timeout` come in increasing order, so adding one seldom re-arms the timer.
  */
 interface Deadline {
@@ -91,10 +91,9 @@ function canUnref(
 
 /**
  * Keep the shared timer between deadlines while the caller (an open generator) may set more:
- * a new name's first ID otherwise made a `setTimeout` and a `clearTimeout`, 12 µs warm and
- * 17 µs after an idle turn of the event loop on Deno 2.9.6 (2 loaded cores), ~30% of the
- * client's time for it with a client answering at once (tests of this commit); re-referencing
- * the kept timer costs ~0.3 µs. Each call is paired with one {@linkcode releaseIdleTimer}.
+ * a new name's first ID otherwise made a `setTimeout` and a `clearTimeout`, a large share of the
+ * client's time for it with a client answering at once; re-referencing the kept timer costs a
+ * fraction of that. Each call is paired with one {@linkcode releaseIdleTimer}.
  *
  * @example
  * ```ts

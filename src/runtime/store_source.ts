@@ -7,8 +7,8 @@
  * @module
  */
 
-import { KvIdError } from "./errors.ts";
-import type { Store } from "./store.ts";
+import { KvIdError } from "../contract/errors.ts";
+import type { Store } from "../contract/store.ts";
 
 /** What a resolver needs besides the option's value. */
 export interface StoreSourceContext {
