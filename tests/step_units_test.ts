@@ -83,3 +83,16 @@ Deno.test("step: the ramp-up outlasts RAMP_ROUND_TRIPS (8) round trips at the me
   s.reserved(0, 0);
   assert.equal(s.reserved(2_000, 4_000, 100), 1_600, "2/ms x 100 ms x 8");
 });
+
+Deno.test("step: a remembered step resumes within minStep..maxStep; a reservation's count", () => {
+  const s = new StepSizer(10, 1_000, 1_000, "doubling");
+  for (const [step, want] of [[500, 500], [5, 10], [5_000, 1_000], [10, 10], [1_000, 1_000]]) {
+    s.resume(step);
+    assert.equal(s.step, want, `resume(${step})`);
+  }
+  s.resume(100);
+  assert.equal(s.count(1), 100, "at least the step");
+  assert.equal(s.count(100), 100);
+  assert.equal(s.count(250), 250, "what the waiting calls need");
+  assert.equal(s.count(5_000), 1_000, "at most maxStep");
+});
