@@ -129,6 +129,14 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "setTimeout returns an object with ref/unref (Deno 2, Node, Bun), never null or a bare object",
   'src/runtime/deadline_timer.ts|typeof (t as { unref?: unknown }).unref === "function" &&|&&|||':
     "every runtime's timer object has both unref and ref, or neither",
+  "src/runtime/deadline_timer.ts|if (queue[parent].due <= entry.due) break;|<=|<":
+    "an entry moved above a parent of equal due keeps a valid heap; equal dues fire in one run()",
+  "src/runtime/deadline_timer.ts|const c = r < queue.length && queue[r].due < queue[l].due ? r : l;|<|<=":
+    "children of equal due: either is a valid heap top (the bound's <= reads past the end: killed)",
+  "src/runtime/deadline_timer.ts|if (queue[c].due >= last.due) break;|>=|>":
+    "sifting the last entry below a child of equal due keeps a valid heap",
+  "src/runtime/deadline_timer.ts|if (timer !== undefined) clearTimeout(timer);|timer !== undefined|true":
+    "clearTimeout(undefined) does nothing",
 };
 
 /** A test file run for one mutant is killed after this long. */
