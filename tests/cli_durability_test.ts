@@ -1,15 +1,16 @@
 /**
- * `kvid durability` against real servers: exit 0 and `durable: yes` for a server a generator
- * serves from, exit 1 and the problem for one it refuses, with and without `--json`.
+ * The CLI refuses what a generator refuses: `next` and `floor` on a Redis without AOF exit 1
+ * with the server's problem and the opt-out, reserving nothing; `--durability best-effort`
+ * accepts the loss, as the library's `durability: "best-effort"` does.
  */
 
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { startServer } from "./server.ts";
+import { command, startServer } from "./server.ts";
 
 const CLI = new URL("../src/cli/mod.ts", import.meta.url).pathname;
 
-async function kvid(...args: string[]) {
+async function kvid(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--quiet", CLI, ...args],
     env: { KVID_REDIS_URL: "", KVID_STORE_URL: "" },
@@ -21,35 +22,29 @@ async function kvid(...args: string[]) {
   return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
 }
 
-Deno.test("cli: durability exits 0 for a server a generator serves from, with --json too", async () => {
-  await using server = await startServer(); // appendonly yes
-  const plain = await kvid("durability", "--url", server.url);
-  assert.equal(plain.code, 0, plain.stderr);
-  assert.match(plain.stdout, /^appendonly\tyes$/m);
-  assert.match(plain.stdout, /^durable: yes$/m);
-  assert.doesNotMatch(plain.stdout, /problem:/);
-  const json = await kvid("durability", "--json", "--key", "ids", "--url", server.url);
-  assert.equal(json.code, 0, json.stderr);
-  const d = JSON.parse(json.stdout);
-  assert.deepEqual(Object.keys(d), ["key", "durable", "settings", "problems"]);
-  assert.equal(d.key, "ids");
-  assert.equal(d.durable, true);
-  assert.equal(d.settings.appendonly, "yes");
-  assert.deepEqual(d.problems, []);
+Deno.test("cli: next and floor refuse a Redis without AOF unless --durability best-effort", async () => {
+  await using server = await startServer({ persistence: "snapshots" }); // appendonly no
+  const url = ["--url", server.url];
+  for (const args of [["next", "order", "--create"], ["floor", "order", "100", "--create"]]) {
+    const run = await kvid([...args, ...url]);
+    assert.equal(run.code, 1, `${args[0]}: ${run.stdout} ${run.stderr}`);
+    assert.match(run.stderr, /can lose reservations.*appendonly.*--durability best-effort/s);
+    assert.equal(run.stdout, "");
+  }
+  assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "nothing reserved");
+  const next = await kvid(["next", "order", "--create", "--durability", "best-effort", ...url]);
+  assert.equal(next.code, 0, next.stderr);
+  assert.equal(next.stdout, "1\n");
+  const floor = await kvid(["floor", "order", "100", "--durability=best-effort", ...url]);
+  assert.equal(floor.code, 0, floor.stderr);
+  const bad = await kvid(["next", "order", "--durability", "maybe", ...url]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--durability must be "strict" or "best-effort"/);
 });
 
-Deno.test("cli: durability exits 1 for a server a generator would refuse, with --json too", async () => {
-  await using server = await startServer({ persistence: "snapshots" }); // appendonly no
-  const plain = await kvid("durability", "--url", server.url);
-  assert.equal(plain.code, 1, plain.stdout);
-  assert.match(plain.stderr, /can lose reservations/);
-  assert.match(plain.stdout, /^durable: NO$/m);
-  assert.match(plain.stdout, /^problem: AOF is off/m);
-  const json = await kvid("durability", "--json", "--url", server.url);
-  assert.equal(json.code, 1, json.stdout);
-  const d = JSON.parse(json.stdout);
-  assert.equal(d.key, "kvid");
-  assert.equal(d.durable, false);
-  assert.equal(d.settings.appendonly, "no");
-  assert.ok(d.problems.some((p: string) => /AOF is off/.test(p)), json.stdout);
+Deno.test("cli: next serves on a Redis with AOF, checking it first", async () => {
+  await using server = await startServer(); // appendonly yes
+  const run = await kvid(["next", "order", "-n", "2", "--create", "--url", server.url]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stdout, "1\n2\n");
 });

@@ -51,7 +51,7 @@ export const TARGETS: readonly Target[] = [
   { file: "src/cli/exit.ts", tests: ["tests/cli_test.ts"] },
   {
     file: "src/cli/commands/durability.ts",
-    tests: ["tests/cli_durability_test.ts", "tests/cli_test.ts"],
+    tests: ["tests/cli_durability_exit_test.ts", "tests/cli_test.ts"],
   },
   {
     file: "src/engine/step.ts",

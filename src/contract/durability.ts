@@ -52,15 +52,21 @@ export function checkDurabilityOptions(
   }
 }
 
+/** The opt-out a generator's refusal names: the library's option. */
+export const LIBRARY_OPT_OUT = `durability: "best-effort"`;
+
 /**
  * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
  * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
+ * `optOut` is the knob of the caller's own words that accepts the loss (the library's option,
+ * the service's `KVID_DURABILITY=best-effort`, the CLI's `--durability best-effort`).
  */
 export function durabilityRefusal(
   d: StoreDurability,
   mode: DurabilityMode,
   key: string,
   field: string,
+  optOut = LIBRARY_OPT_OUT,
 ): KvIdError | undefined {
   if (d.problems.length === 0) return undefined;
   if (d.lossWithoutCrash === true) {
@@ -69,7 +75,7 @@ export function durabilityRefusal(
       `the store loses counters in ordinary operation, refused whatever durability says: ${
         d.problems.join("; ")
       }`,
-      { key, field },
+      { key, field, reason: "not-durable" },
     );
   }
   if (mode === "best-effort") return undefined;
@@ -77,9 +83,17 @@ export function durabilityRefusal(
     "config",
     `the store can lose reservations, so IDs could be issued twice: ${
       d.problems.join("; ")
-    }. Fix the server, or accept the loss with durability: "best-effort"`,
-    { key, field },
+    }. Fix the server, or accept the loss with ${optOut}`,
+    { key, field, reason: "not-durable" },
   );
+}
+
+/**
+ * A generator's durability refusal (`reason: "not-durable"`) in the words of a caller with its
+ * own knob (the service's `KVID_DURABILITY=best-effort`): the same sentence, that knob named.
+ */
+export function refusalWith(err: Error, optOut: string): string {
+  return err.message.replace(LIBRARY_OPT_OUT, optOut);
 }
 
 /**

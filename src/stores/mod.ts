@@ -120,6 +120,7 @@ export {
   MAX_MEMBERS,
 } from "./interleaved/interleaved_store.ts";
 export { RedisStore } from "./redis/redis_store.ts";
+export { openStore, type OpenStoreOptions, type UrlStore } from "./store_url.ts";
 export type {
   CountersOptions,
   CounterValue,

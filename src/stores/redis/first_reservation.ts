@@ -53,7 +53,7 @@ export async function firstReservation(
   const bit = (on: boolean) => on ? "1" : "0";
   const flags = bit(options.loadStep === true) + bit(options.pool === true) +
     bit(asked.mode === "best-effort" || asked.replicas > 0) + bit(stated.appendonly === "yes") +
-    (stated.maxmemory_policy ?? "");
+    bit(asked.mode === "best-effort") + (stated.maxmemory_policy ?? "");
   // Six arguments (see FIRST_RESERVE_SCRIPT): the step and pool fields are named by the script.
   const args = [field, n, floor, raiseTo, most, flags];
   const started = performance.now();

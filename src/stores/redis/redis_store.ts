@@ -4,7 +4,7 @@
  * @module
  */
 
-import { KvIdError } from "../../contract/errors.ts";
+import { KvIdError, reasonOf } from "../../contract/errors.ts";
 import type {
   CountersOptions,
   CounterValue,
@@ -112,7 +112,7 @@ export class RedisStore implements Store {
     try {
       client = await resolveRedis(this.#source);
     } catch (cause) {
-      throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
+      throw factoryFailed(cause, key, field);
     }
     if (options.durability !== undefined) {
       return await this.#reserveReading(client, key, field, count, options, options.durability);
@@ -317,11 +317,7 @@ export class RedisStore implements Store {
     try {
       client = await resolveRedis(this.#source);
     } catch (cause) {
-      throw new KvIdError("connection", "the Redis client factory failed", {
-        key,
-        field: options.field,
-        cause,
-      });
+      throw factoryFailed(cause, key, options.field);
     }
     try {
       return await probeRedis(client, key, options);
@@ -357,7 +353,7 @@ export class RedisStore implements Store {
     try {
       return await resolveRedis(this.#source);
     } catch (cause) {
-      throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
+      throw factoryFailed(cause, key, field);
     }
   }
 
@@ -502,4 +498,20 @@ export class RedisStore implements Store {
       throw toKvIdError(err, key, field);
     }
   }
+}
+
+/**
+ * The Redis client factory's failure, with its reason: a permanent one (a host that does not
+ * resolve, a scheme the client refuses, refused credentials) as `"config"`, said at once; any
+ * other as `"connection"`, retried until the caller's deadline.
+ */
+function factoryFailed(cause: unknown, key: string, field: string): KvIdError {
+  const mapped = toKvIdError(cause, key, field);
+  const code = mapped.code === "config" ? "config" : "connection";
+  return new KvIdError(code, `the Redis client factory failed: ${reasonOf(mapped)}`, {
+    key,
+    field,
+    cause,
+    reason: mapped.reason,
+  });
 }
