@@ -402,6 +402,13 @@ export interface Store {
    * this clock and the process's (as it does with Redis' `TIME`).
    */
   now?(): Promise<number>;
+  /**
+   * Optional: counter `field` of hash `key` in this store's own words, for messages: what a
+   * {@linkcode KvIdError} names in parentheses (its `where` option), e.g. `table
+   * "kvid_counters", hash_key "kvid", name "order"`. A store without it, or answering `""`, is
+   * named as a hash: `hash "kvid", field "order"`.
+   */
+  describe?(key: string, field: string): string;
 }
 
 /**
