@@ -8,7 +8,14 @@
  */
 
 import { KvIdError } from "../contract/errors.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
+import type {
+  IdRange,
+  Release,
+  Reservation,
+  ReserveOptions,
+  StepMemory,
+  Store,
+} from "../contract/store.ts";
 import type {
   ReleaseRequest,
   ReleaseResponse,
@@ -86,7 +93,7 @@ interface Held {
  * await server.shutdown();
  * ```
  */
-export class HttpStore implements Store {
+export class HttpStore implements Store, Release, StepMemory {
   readonly #base: string;
   readonly #auth: string;
   readonly #timeout: number;
@@ -134,7 +141,9 @@ export class HttpStore implements Store {
     options: ReserveOptions,
   ): Promise<Reservation> {
     this.#checkKey(key, field);
-    if (options.replicas !== undefined && options.replicas > 0) {
+    // The generator's replicas option: this store cannot honour it, and says so.
+    const replicas = options.generator?.replicas;
+    if (typeof replicas === "number" && replicas > 0) {
       throw new KvIdError(
         "config",
         "HttpStore cannot wait for replicas (the service's store decides its durability)",

@@ -77,12 +77,18 @@
 import { KvIdError } from "../../contract/errors.ts";
 import { disown, own } from "../../runtime/shutdown.ts";
 import type {
+  CounterListing,
   CountersOptions,
   CounterValue,
+  DayCleanup,
+  DurabilityFacts,
   DurabilityOptions,
   IdRange,
+  MemberReserveOptions,
+  Release,
   Reservation,
   ReserveOptions,
+  StepMemory,
   Store,
   StoreDurability,
 } from "../../contract/store.ts";
@@ -124,7 +130,8 @@ export type { DenoKvSource, DenoKvStoreOptions, DenoKvStoreStats };
  * assert.ok(store.stats().reservations === 2);
  * ```
  */
-export class DenoKvStore implements Store, Disposable {
+export class DenoKvStore
+  implements Store, Release, StepMemory, DurabilityFacts, DayCleanup, CounterListing, Disposable {
   readonly #source: DenoKvSource | undefined;
   readonly #owned: boolean;
   readonly #prefix: Deno.KvKey;
@@ -176,7 +183,7 @@ export class DenoKvStore implements Store, Disposable {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    options: ReserveOptions & MemberReserveOptions,
   ): Promise<Reservation> {
     const where = { key, field };
     if (!Number.isSafeInteger(count) || count < 1) {
@@ -184,7 +191,7 @@ export class DenoKvStore implements Store, Disposable {
     }
     const kv = await this.#open(key, field);
     const kvKey = this.kvKey(key, field);
-    // An interleaved counter's layout (see ReserveOptions.layout), read and checked with it.
+    // An interleaved counter's layout (see MemberReserveOptions.layout), read and checked with it.
     const layoutKey = this.kvKey(key, LAYOUT_PREFIX + field);
     for (let attempt = 1;; attempt++) {
       let committed: Deno.KvCommitResult | Deno.KvCommitError | undefined;

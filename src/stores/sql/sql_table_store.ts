@@ -11,14 +11,21 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import {
+  type CounterListing,
   type CountersOptions,
   type CounterValue,
   DAY_FIELD,
+  type DayCleanup,
+  type DurabilityFacts,
   type DurabilityOptions,
   type IdRange,
   MAX_ID,
+  type MemberReserveOptions,
+  type Release,
   type Reservation,
   type ReserveOptions,
+  type ServerClock,
+  type StepMemory,
   type Store,
   type StoreDurability,
 } from "../../contract/store.ts";
@@ -120,7 +127,8 @@ const MAX_ATTEMPTS = 8;
  * assert.ok(store.table === "ids.counters");
  * ```
  */
-export class SqlTableStore implements Store {
+export class SqlTableStore
+  implements Store, Release, StepMemory, DurabilityFacts, DayCleanup, CounterListing, ServerClock {
   readonly #who: string;
   readonly #table: string;
   readonly #create: boolean;
@@ -194,7 +202,7 @@ export class SqlTableStore implements Store {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    options: ReserveOptions & MemberReserveOptions,
   ): Promise<Reservation> {
     if (!Number.isSafeInteger(count) || count < 1) {
       throw new RangeError(`${this.#who}.reserve: count must be a positive integer, got ${count}`);
@@ -359,7 +367,7 @@ export class SqlTableStore implements Store {
    * @param key The hash key (named in errors).
    * @param options What the generator tells; its `stated` settings (the `serverSettings` option)
    *   stand in for a setting the server would not tell (read as `"unknown"`); a setting the server
-   *   tells wins. `replicas` does not apply.
+   *   tells wins.
    * @returns The settings and the problems found.
    */
   async durability(key: string, options?: DurabilityOptions): Promise<StoreDurability> {
