@@ -7,9 +7,10 @@
  */
 
 import { withDeadline } from "../runtime/deadline_timer.ts";
-import { type DurabilityMode, durabilityRefusal } from "../contract/durability.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
+import { durabilityRefusal } from "../engine/durability_gate.ts";
 import { KvIdError } from "../contract/errors.ts";
-import type { Store } from "../contract/store.ts";
+import type { AnyStore, StoreDurability } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import type { Generators } from "./generators.ts";
 
@@ -27,7 +28,7 @@ const CONFIG_REFUSED =
 
 /** What {@linkcode readiness} reads. */
 export interface ReadinessOptions {
-  store: Store;
+  store: AnyStore;
   /** The generators' `durability` mode. */
   durability: DurabilityMode;
   /** The probe the caller gave (`ServiceOptions.ready`), if any. */
@@ -52,13 +53,10 @@ export function readiness(options: ReadinessOptions): () => Promise<Readiness> {
   const check = async (): Promise<string | undefined> => {
     await probe();
     if (store.durability === undefined) return undefined;
-    const d = await store.durability("kvid", {
-      field: "",
-      mode: durability,
-      replicas: 0,
-      stated: {},
-    });
-    return durabilityRefusal(d, durability, "kvid", "")?.message;
+    // The generators' verdict, the one there is (engine/durability_gate.ts).
+    const judge = (d: StoreDurability) => durabilityRefusal(d, durability, "kvid", "");
+    const d = await store.durability("kvid", { field: "", mode: durability, stated: {}, judge });
+    return judge(d)?.message;
   };
   return async () => {
     try {
