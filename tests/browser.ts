@@ -18,12 +18,18 @@ export function findChromium(): string | undefined {
   return undefined;
 }
 
-/** Start headless chromium (no sandbox: CI runs as root). */
-export function launchBrowser(executablePath: string) {
+/** Start headless chromium (no sandbox: CI runs as root), with `extraArgs` beside. */
+export function launchBrowser(executablePath: string, extraArgs: string[] = []) {
   return puppeteer.launch({
     executablePath,
     headless: true,
     pipe: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--no-first-run",
+      ...extraArgs,
+    ],
   });
 }

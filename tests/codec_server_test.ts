@@ -23,13 +23,16 @@ Deno.test("service: public forms per name from KVID_FORMATS, the key from KVID_I
   await using service = createHandler({ ...config.options, log: (l) => logged.push(l) });
   const order = encrypted(decimal(12), { ...parseKeys(KEY), tweak: "order" });
 
-  const text = await service.fetch(new Request("http://localhost/v1/ids/order?count=3"));
+  const text = await service.fetch(
+    new Request("http://localhost/v1/ids/order?count=3", { method: "POST" }),
+  );
   assert.equal(text.status, 200);
   const lines = (await text.text()).trimEnd().split("\n").map((l) => l.split("\t"));
   assert.deepEqual(lines, [1, 2, 3].map((id) => [String(id), order.encode(id)]));
 
   const json = await service.fetch(
     new Request("http://localhost/v1/ids/invoice?count=2", {
+      method: "POST",
       headers: { accept: "application/json" },
     }),
   );
@@ -39,7 +42,9 @@ Deno.test("service: public forms per name from KVID_FORMATS, the key from KVID_I
     encoded: ["00000001", "00000002"],
   });
   // A name without a form answers as before.
-  const plain = await service.fetch(new Request("http://localhost/v1/ids/user"));
+  const plain = await service.fetch(
+    new Request("http://localhost/v1/ids/user", { method: "POST" }),
+  );
   assert.equal(await plain.text(), "1\n");
   assert.ok(logged.every((l) => !l.includes(KEY)), logged.join("\n"));
   await service.close();
@@ -85,9 +90,11 @@ Deno.test("service: a counter past its form's domain answers 409 domain and logs
     codecs: new Map([["order", encrypted(decimal(6), { ...keys, tweak: "order" })]]),
     log: (l) => logged.push(l),
   });
-  const ok = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  const ok = await service.fetch(new Request("http://localhost/v1/ids/order", { method: "POST" }));
   assert.match(await ok.text(), /^999999\t1\d{6}\n$/);
-  const past = await service.fetch(new Request("http://localhost/v1/ids/order"));
+  const past = await service.fetch(
+    new Request("http://localhost/v1/ids/order", { method: "POST" }),
+  );
   assert.equal(past.status, 409);
   assert.equal((await past.json()).error.code, "domain");
   assert.ok(

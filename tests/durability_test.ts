@@ -346,8 +346,8 @@ Deno.test({
       assert.throws(() => new KvId(name), /must not begin with a NUL byte/);
       assert.throws(() => new DailyId(name), /must not begin with a NUL byte/);
     }
-    // NUL inside a name cannot reach an internal field.
-    assert.equal(new KvId("a\0b").name, "a\0b");
+    // NUL inside a name is a control character: refused too (issue 33, docs/security.md).
+    assert.throws(() => new KvId("a\0b"), /must not hold a control character \(U\+0000 at index 1/);
   },
 });
 

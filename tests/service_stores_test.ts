@@ -143,6 +143,7 @@ Deno.test("service stores: Deno KV on a file", async (t) => {
             new Request(`http://localhost/v1/ids/${long}`, { method: "POST" }),
             new Request(`http://localhost/v1/segments/${long}`, {
               method: "POST",
+              headers: { "content-type": "application/json" },
               body: JSON.stringify({ count: 10 }),
             }),
           ]

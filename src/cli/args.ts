@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import config from "../../deno.json" with { type: "json" };
 import { storeKind } from "../stores/store_url.ts";
+import { counterNameProblem } from "../contract/validate.ts";
 import {
   type Command,
   integerArg,
@@ -181,12 +182,10 @@ export function parse(argv: string[]): Parsed | Print | Standalone {
   const args: Record<string, string> = {};
   names.forEach((n, i) => args[n] = positionals[i]);
   if (args.name !== undefined && args.name.length === 0) throw usage("the name must not be empty");
-  if (args.name?.startsWith("\0")) {
-    // Fields that begin with NUL are the library's own ("\0step:<name>", "\0layout:<name>").
-    throw new CliError(
-      EXIT.failed,
-      `the name must not begin with a NUL byte: such fields are the library's own ("\\0step:<name>", "\\0layout:<name>")`,
-    );
+  const problem = args.name === undefined ? undefined : counterNameProblem(args.name);
+  if (problem !== undefined) {
+    // KvId's rule: NUL-first fields are the library's own; control characters reach terminals.
+    throw new CliError(EXIT.failed, `the name ${problem}`);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const url = (values.url as string | undefined) || Deno.env.get("KVID_STORE_URL") ||

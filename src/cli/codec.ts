@@ -96,7 +96,9 @@ function codecOf(values: Record<string, string | boolean | undefined>, io: Codec
       throw usage(`--width must be a positive integer, got ${JSON.stringify(values.width)}`);
     }
   }
-  const make = { decimal, base36, base62 }[form];
+  // An own property only: "constructor" or "toString" is not a form.
+  const forms = { decimal, base36, base62 };
+  const make = Object.hasOwn(forms, form) ? forms[form as keyof typeof forms] : undefined;
   if (make === undefined) {
     throw usage(`--form must be decimal, base36 or base62, got ${JSON.stringify(form)}`);
   }

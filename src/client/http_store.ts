@@ -65,7 +65,9 @@ interface Held {
  * refusing its configuration (500 `store_config`); the store refusing the reservation (500
  * `internal`) is `reply`; the service unreachable, restarting or answering 503/502/504/429 is
  * `connection`/`unavailable` (retried until the generator's timeout); a counter at 2^63-1 is
- * `overflow`. A raise past the counter plus one maximum segment (a `floor` option far above the
+ * `overflow`. A redirect is not followed (the token and the body would go where it points): it
+ * is `config`, naming its `Location`; a segment answer of more or fewer IDs than asked is `reply`.
+ * A raise past the counter plus one maximum segment (a `floor` option far above the
  * counter, a large `rollbackMargin`) needs an administrative token (403: `config`).
  *
  * Give-back (`release`, on close) shows the receipts of the segments the range lies in, kept
@@ -249,12 +251,25 @@ export class HttpStore implements Store, Release, StepMemory {
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.#timeout),
+        // A redirect is not followed: it would send the token and the body to another origin.
+        redirect: "manual",
       });
     } catch (cause) {
       throw new KvIdError(
         "connection",
         `the ID service could not be reached: ${cause instanceof Error ? cause.message : cause}`,
         { ...where, cause },
+      );
+    }
+    if (res.type === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+      const location = res.headers.get("location");
+      await res.body?.cancel();
+      throw new KvIdError(
+        "config",
+        `the ID service answered a redirect (HTTP ${res.status}) to ${
+          location === null ? "an unknown location" : JSON.stringify(location.slice(0, 200))
+        }: not followed; give HttpStore the service's own URL`,
+        where,
       );
     }
     let text: string;
@@ -306,7 +321,10 @@ export class HttpStore implements Store, Release, StepMemory {
   }
 }
 
-/** The ranges of a segment answer as bigints, or undefined when they are not `count` IDs. */
+/**
+ * The ranges of a segment answer as bigints, or undefined when they are not `count` IDs exactly
+ * (fewer, or more than asked for), increasing and within 1..2^63-1.
+ */
 function parseRanges(answer: SegmentResponse | undefined, count: number): IdRange[] | undefined {
   if (answer === undefined || !Array.isArray(answer.ranges) || answer.ranges.length === 0) {
     return undefined;
@@ -323,5 +341,7 @@ function parseRanges(answer: SegmentResponse | undefined, count: number): IdRang
     total += last - first + 1n;
     previous = last;
   }
-  return total >= BigInt(count) ? ranges : undefined;
+  // Exactly what was asked: more would be IDs this client was never given (a service or a
+  // proxy answering 1..2^63-1 hands it IDs that others hold).
+  return total === BigInt(count) ? ranges : undefined;
 }

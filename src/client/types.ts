@@ -24,7 +24,9 @@ export type ServiceErrorCode =
   | "unavailable"
   | "shutting_down"
   | "store_config"
-  | "internal";
+  | "internal"
+  | "unsupported_media_type"
+  | "too_many_failures";
 
 /**
  * Every error answer: `{"error": {"code", "message"}}` with the HTTP status.

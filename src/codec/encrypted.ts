@@ -187,12 +187,12 @@ export function encrypted(inner: RadixCodec, options: EncryptedOptions): Encrypt
     );
   }
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`encrypted: options must be an object, got ${describeValue(options)}`);
+    throw new TypeError(`encrypted: options must be an object, got ${secretKind(options)}`);
   }
   const keys = options.keys;
   if (keys === null || typeof keys !== "object") {
     throw new TypeError(
-      `encrypted: keys must be an object of key id -> key, got ${describeValue(keys)}`,
+      `encrypted: keys must be an object of key id -> key, got ${secretKind(keys)}`,
     );
   }
   const ids = Object.keys(keys);
@@ -200,12 +200,16 @@ export function encrypted(inner: RadixCodec, options: EncryptedOptions): Encrypt
   const current = options.current ?? (ids.length === 1 ? ids[0] : undefined);
   if (current === undefined) {
     throw new TypeError(
-      `encrypted: with several keys (${ids.join(", ")}), name the one to encrypt with: current`,
+      `encrypted: with several keys (${
+        ids.map(idLabel).join(", ")
+      }), name the one to encrypt with: current`,
     );
   }
   if (!Object.hasOwn(keys, current)) {
     throw new RangeError(
-      `encrypted: current key ${JSON.stringify(current)} is not among the keys (${ids.join(", ")})`,
+      `encrypted: current key ${idLabel(current)} is not among the keys (${
+        ids.map(idLabel).join(", ")
+      })`,
     );
   }
   const tweak = options.tweak ?? "";
@@ -220,7 +224,7 @@ export function encrypted(inner: RadixCodec, options: EncryptedOptions): Encrypt
   for (const id of ids) {
     if (id.length !== 1 || !inner.alphabet.includes(id)) {
       throw new RangeError(
-        `encrypted: key identifier ${JSON.stringify(id)} must be one character of the alphabet ${
+        `encrypted: key identifier ${idLabel(id)} must be one character of the alphabet ${
           JSON.stringify(inner.alphabet)
         }`,
       );
@@ -229,8 +233,8 @@ export function encrypted(inner: RadixCodec, options: EncryptedOptions): Encrypt
     if (!(key instanceof Uint8Array) || ![16, 24, 32].includes(key.length)) {
       // The length only: key material never goes into a message.
       throw new RangeError(
-        `encrypted: key ${JSON.stringify(id)} must be 16, 24 or 32 bytes (AES-128/192/256), got ${
-          key instanceof Uint8Array ? `${key.length} bytes` : describeValue(key)
+        `encrypted: key ${idLabel(id)} must be 16, 24 or 32 bytes (AES-128/192/256), got ${
+          key instanceof Uint8Array ? `${key.length} bytes` : secretKind(key)
         }`,
       );
     }
@@ -276,7 +280,7 @@ export function parseKeys(text: string): Keyring {
     }
     if (id.length !== 1) {
       throw new TypeError(
-        `parseKeys: key ${i + 1}: a key identifier is one character, got ${JSON.stringify(id)}`,
+        `parseKeys: key ${i + 1}: a key identifier is one character, got ${id.length}`,
       );
     }
     if (Object.hasOwn(keys, id)) throw new TypeError(`parseKeys: key ${JSON.stringify(id)} twice`);
@@ -293,4 +297,21 @@ export function parseKeys(text: string): Keyring {
     current ??= id;
   }
   return { keys, current };
+}
+
+/**
+ * What a value given where key material belongs is, without any of it: its type and, for a
+ * string or bytes, its length (a key passed as a hex string must not be printed).
+ */
+function secretKind(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "string") return `a string of ${value.length} characters`;
+  if (ArrayBuffer.isView(value)) return `${value.constructor.name} of ${value.byteLength} bytes`;
+  if (typeof value === "object") return value.constructor?.name ?? "object";
+  return typeof value;
+}
+
+/** A key identifier for a message: one character as is; a longer one (a key in the wrong place?) by its length. */
+function idLabel(id: string): string {
+  return id.length === 1 ? JSON.stringify(id) : `of ${id.length} characters`;
 }

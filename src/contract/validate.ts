@@ -41,8 +41,31 @@ export function checkName(who: string, what: string, value: unknown): asserts va
 }
 
 /**
- * {@linkcode checkName}, and not beginning with NUL: fields that begin with it are the library's
- * own (`"\0step:<name>"`, `"\0layout:<name>"`), and a counter named so would overwrite one.
+ * The control characters no counter name may hold: C0 (U+0000-U+001F, NUL, CR and LF among them),
+ * DEL (U+007F) and C1 (U+0080-U+009F, where U+009B is a terminal's CSI): Unicode's `Cc`. Such a
+ * name reaches logs, metric labels, the status page and a terminal raw, and `"\0..."` fields are
+ * the library's own.
+ */
+const CONTROL = /\p{Cc}/u;
+
+/**
+ * What is wrong with `value` as a counter name, worded to follow "the name", or undefined:
+ * {@linkcode checkName}'s rules and no control character ({@linkcode CONTROL}). The one rule of
+ * `KvId`, `DailyId`, the CLI and every route of the service.
+ */
+export function counterNameProblem(value: string): string | undefined {
+  const at = value.search(CONTROL);
+  if (at < 0) return undefined;
+  const code = value.charCodeAt(at).toString(16).toUpperCase().padStart(4, "0");
+  return at === 0 && code === "0000"
+    ? 'must not begin with a NUL byte ("\\0"): such fields are the library\'s own ("\\0step:<name>", "\\0layout:<name>")'
+    : `must not hold a control character (U+${code} at index ${at}; C0, DEL and C1 are refused)`;
+}
+
+/**
+ * {@linkcode checkName}, and {@linkcode counterNameProblem}: not beginning with NUL (fields that
+ * begin with it are the library's own, `"\0step:<name>"`, `"\0layout:<name>"`, and a counter
+ * named so would overwrite one) and no control character anywhere.
  */
 export function checkCounterName(
   who: string,
@@ -50,11 +73,8 @@ export function checkCounterName(
   value: unknown,
 ): asserts value is string {
   checkName(who, what, value);
-  if (value.startsWith("\0")) {
-    throw new TypeError(
-      `${who} ${what} must not begin with a NUL byte ("\\0"): such fields are the library's own ("\\0step:<name>", "\\0layout:<name>")`,
-    );
-  }
+  const problem = counterNameProblem(value);
+  if (problem !== undefined) throw new TypeError(`${who} ${what} ${problem}`);
 }
 
 /**

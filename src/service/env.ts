@@ -39,6 +39,8 @@ export interface EnvConfig {
  * - `KVID_TOKENS`, `KVID_AUTH`, `KVID_TIME_ZONE`, `KVID_MAX_GENERATORS`, `KVID_TIMEOUT_MS`,
  *   `KVID_DURABILITY`, `KVID_BASE_PATH`: the options `tokens`, `auth`, `timeZone`, `maxGenerators`,
  *   `timeout`, `durability`, `basePath` of {@linkcode createHandler}.
+ * - `KVID_ALLOWED_HOSTS` (`ids.internal,10.0.0.5`), `KVID_AUTH_LIMIT`: the options
+ *   `allowedHosts` and `authFailuresPerMinute`.
  * - `KVID_NAMES`: the option `names` as JSON, e.g. `{"order": {"minStep": 1000}, "ticket":
  *   {"digits": 8}}`.
  * - `KVID_FORMATS` (`order=decimal:12:encrypted,...`, see `parseForms` of `@kvid/core/codec`)
@@ -54,7 +56,7 @@ export interface EnvConfig {
  * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
  * const config = optionsFromEnv((name) => env.get(name));
  * await using service = createHandler({ ...config.options, log: () => {} });
- * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket"));
+ * const res = await service.fetch(new Request("http://localhost/v1/daily/ticket", { method: "POST" }));
  * assert.match(await res.text(), /^\d{8}000001\n$/);
  * await service.close();
  * await config.close();
@@ -94,6 +96,8 @@ export function optionsFromEnv(
     durability: durabilityVar === "best-effort" ? "best-effort" : "strict",
     basePath: get("KVID_BASE_PATH") || undefined,
     names: namesFromEnv(get("KVID_NAMES")),
+    allowedHosts: get("KVID_ALLOWED_HOSTS")?.split(",").map((h) => h.trim()).filter((h) => h),
+    authFailuresPerMinute: get("KVID_AUTH_LIMIT") === "0" ? 0 : int("KVID_AUTH_LIMIT"),
   };
   const forms = get("KVID_FORMATS");
   if (forms) {

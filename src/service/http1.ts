@@ -24,6 +24,7 @@ const REASONS: Record<number, string> = {
   408: "Request Timeout",
   413: "Content Too Large",
   414: "URI Too Long",
+  415: "Unsupported Media Type",
   429: "Too Many Requests",
   431: "Request Header Fields Too Large",
   500: "Internal Server Error",

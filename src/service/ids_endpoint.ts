@@ -127,7 +127,9 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     try {
       entry = generators.get(kind, name, now);
     } catch (err) {
-      const why = err instanceof Error ? err.message.replace(/^KvId /, "") : "it is not valid";
+      const why = err instanceof Error
+        ? err.message.replace(/^(KvId|DailyId) /, "")
+        : "it is not valid";
       return errorResponse(400, "bad_name", `bad name: ${why}`);
     }
     if (entry === undefined) {

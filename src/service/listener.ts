@@ -28,6 +28,7 @@
  */
 
 import { Connection } from "./connection.ts";
+import { targetUrl } from "./host.ts";
 import { bodyOf, HttpError, linger, parseHead, plainError, respond } from "./http1.ts";
 import {
   type ConnectionStats,
@@ -147,11 +148,19 @@ export function listen(options: ListenerOptions): Listener {
         const state = { done: false };
         c.bodyDeadline = undefined;
         const body = bodyOf(c, head, state, limits);
-        const host = head.headers.get("host") ?? `${options.hostname}:${addr.port}`;
-        if (!head.target.startsWith("/")) throw new HttpError(400, "the target is not a path");
+        // The route comes from the target alone: a Host that is not host[:port] is refused,
+        // never pasted in front of the path (where "x/v1/ids/order?" chose the route).
+        const target = targetUrl(
+          head.target,
+          head.headers.get("host"),
+          head.http10,
+          `${addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname}:${addr.port}`,
+          addr.port,
+        );
+        if ("bad" in target) throw new HttpError(400, target.bad);
         let req: Request;
         try {
-          req = new Request(`http://${host}${head.target}`, {
+          req = new Request(target.url, {
             method: head.method,
             headers: head.headers,
             body: head.method === "GET" || head.method === "HEAD" ? null : body,
@@ -167,7 +176,7 @@ export function listen(options: ListenerOptions): Listener {
         }
         let res: Response;
         try {
-          res = await options.handler(req);
+          res = await options.handler(req, { remoteAddr: c.conn.remoteAddr as Deno.NetAddr });
         } catch {
           res = new Response("internal error\n", { status: 500 });
         }

@@ -12,8 +12,11 @@ export interface ListenerOptions {
   hostname: string;
   /** The port; 0 for a free one. */
   port: number;
-  /** Answers one request. */
-  handler: (req: Request) => Response | Promise<Response>;
+  /** Answers one request; `info.remoteAddr` is the peer (as `Deno.serve` gives it). */
+  handler: (
+    req: Request,
+    info: { remoteAddr: Deno.NetAddr },
+  ) => Response | Promise<Response>;
   /**
    * Open connections at most; past it the oldest connection waiting for a request is closed to
    * make room (or, when every one is answering, the new one is).

@@ -20,6 +20,11 @@ export interface ServiceState {
   storeUp: boolean;
   /** Whether it refused the service's configuration (credentials, permissions, commands). */
   storeConfigError: boolean;
+  /**
+   * Whether to render the service-wide series (the store's state, the HTTP counters): for a
+   * token of every name only.
+   */
+  wide: boolean;
   /** More series, already rendered (process, build, connections), one a line. */
   extra: string[];
 }
@@ -106,6 +111,15 @@ export function renderMetrics(
       `${h}_count{${labels}} ${e.histogram.count}`,
     );
   }
+  const generatorsLines = [
+    "# HELP kvid_generators Live generators (that the token may see).",
+    "# TYPE kvid_generators gauge",
+    `kvid_generators ${entries.length}`,
+  ];
+  if (!state.wide) {
+    out.push(...generatorsLines, ...state.extra);
+    return out.join("\n") + "\n";
+  }
   out.push(
     "# HELP kvid_store_up Whether the store answered the readiness probe (1) or not (0).",
     "# TYPE kvid_store_up gauge",
@@ -114,9 +128,7 @@ export function renderMetrics(
       "(credentials, permissions, commands): fixed by the operator, not by waiting.",
     "# TYPE kvid_store_config_error gauge",
     `kvid_store_config_error ${state.storeConfigError ? 1 : 0}`,
-    "# HELP kvid_generators Live generators (that the token may see).",
-    "# TYPE kvid_generators gauge",
-    `kvid_generators ${entries.length}`,
+    ...generatorsLines,
     "# HELP kvid_http_requests_in_flight HTTP requests being answered.",
     "# TYPE kvid_http_requests_in_flight gauge",
     `kvid_http_requests_in_flight ${http.inFlight}`,

@@ -34,6 +34,7 @@
 import type { RedisClient, RedisSource } from "../contract/redis_client.ts";
 import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
 import { holderOf, scopeOf, Sessions } from "./auth.ts";
+import { FailedAuth, failuresPerMinuteOf } from "./auth_limit.ts";
 import { serviceConfig } from "./config.ts";
 // env.ts also installs the resolver of the `redis` option (the one file naming stores).
 import { type EnvConfig, optionsFromEnv } from "./env.ts";
@@ -45,6 +46,7 @@ import { pageRoutes } from "./page_routes.ts";
 import { probes } from "./probes.ts";
 import { readiness } from "./readiness.ts";
 import { errorResponse } from "./respond.ts";
+import { allowedHostsOf, openGuard } from "./open_guard.ts";
 import { router } from "./router.ts";
 import { SegmentRoutes } from "./segments.ts";
 import { exitOnSignals } from "./signals.ts";
@@ -76,15 +78,21 @@ export type {
  * using store = new DenoKvStore(":memory:");
  * const service: IdService = createHandler({ store, auth: "none", log: () => {} });
  * const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, service.fetch);
- * const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/ids/order?count=3`);
+ * // Without tokens, IDs take a POST (no web page can send one to another origin unasked):
+ * const res = await fetch(`http://127.0.0.1:${server.addr.port}/v1/ids/order?count=3`, {
+ *   method: "POST",
+ * });
  * assert.ok((await res.text()) === "1\n2\n3\n");
  * await server.shutdown(); // stop accepting, answer in-flight requests
  * await service.close(); // then close the generators
  * ```
  */
 export interface IdService extends AsyncDisposable {
-  /** Answer one request. */
-  fetch(req: Request): Promise<Response>;
+  /**
+   * Answer one request; `info.remoteAddr` (as `Deno.serve` passes it) is the peer whose failed
+   * authentications are limited (without it, none are).
+   */
+  fetch(req: Request, info?: { remoteAddr: Deno.Addr }): Promise<Response>;
   /**
    * Stop: later requests answer 503; waits for requests in flight, then closes the generators.
    * A client or store given in the options stays the caller's to close.
@@ -130,6 +138,14 @@ export function createHandler(options: ServiceOptions): IdService {
     names: config.names,
   });
   const scope = scopeOf(config.auth);
+  // Checked here, not in config.ts: the options of issue 33's guards.
+  const perMinute = failuresPerMinuteOf(options.authFailuresPerMinute);
+  const limiter = config.auth === undefined || perMinute === 0
+    ? undefined
+    : new FailedAuth(perMinute);
+  const guard = config.auth === undefined
+    ? openGuard(allowedHostsOf(options.allowedHosts), basePath)
+    : undefined;
   const segments = new SegmentRoutes({
     store,
     timeout,
@@ -143,7 +159,16 @@ export function createHandler(options: ServiceOptions): IdService {
     basePath,
     ids: idsEndpoint({ generators, scopeOf: scope, codecs: config.codecs, log }),
     segments: (req, rest) => segments.route(req, rest),
-    probes: probes({ ready, scopeOf: scope, generators, http, segments, metrics: config.metrics }),
+    probes: probes({
+      ready,
+      scopeOf: scope,
+      generators,
+      http,
+      segments,
+      metrics: limiter === undefined
+        ? config.metrics
+        : () => [...limiter.metrics(), ...(config.metrics?.() ?? [])],
+    }),
     page: pageRoutes({
       auth: config.auth,
       sessions: new Sessions(basePath || "/"),
@@ -157,7 +182,19 @@ export function createHandler(options: ServiceOptions): IdService {
   let drained: (() => void) | undefined;
 
   // Not async: a promise only where the answer waits (the IDs), one layer fewer per request.
-  function fetch(req: Request): Promise<Response> {
+  function fetch(req: Request, info?: { remoteAddr: Deno.Addr }): Promise<Response> {
+    // The peer of a failed authentication: an address, by IP (the port changes per connection).
+    const peer = limiter !== undefined && info !== undefined && "hostname" in info.remoteAddr
+      ? info.remoteAddr.hostname
+      : undefined;
+    if (peer !== undefined && limiter!.size > 0) {
+      const throttled = isProbe(req) ? undefined : limiter!.throttle(peer, Date.now());
+      if (throttled !== undefined) return Promise.resolve(answered(throttled));
+    }
+    if (guard !== undefined) {
+      const refused = guard(req);
+      if (refused !== undefined) return Promise.resolve(answered(refused));
+    }
     if (closing !== undefined) {
       return Promise.resolve(
         errorResponse(503, "shutting_down", "the service is shutting down", {
@@ -173,13 +210,30 @@ export function createHandler(options: ServiceOptions): IdService {
     } catch (err) {
       res = unexpected(err);
     }
+    if (peer !== undefined) {
+      return res instanceof Promise
+        ? res.then((r) => counted(r, peer), (err) => counted(unexpected(err), peer))
+        : Promise.resolve(counted(res, peer));
+    }
     return res instanceof Promise
-      ? res.then(answered, (err) => answered(unexpected(err)))
-      : Promise.resolve(answered(res));
+      ? res.then(done, (err) => done(unexpected(err)))
+      : Promise.resolve(done(res));
   }
 
-  function answered(res: Response): Response {
+  /** A request's answer, in flight no longer. */
+  function done(res: Response): Response {
     if (--http.inFlight === 0) drained?.();
+    return answered(res);
+  }
+
+  /** {@linkcode done}, and a 401 counted against `peer`. */
+  function counted(res: Response, peer: string): Response {
+    if (res.status === 401) limiter!.failed(peer, Date.now());
+    return done(res);
+  }
+
+  /** Count an answer by its status. */
+  function answered(res: Response): Response {
     http.responses.set(res.status, (http.responses.get(res.status) ?? 0) + 1);
     return res;
   }
@@ -289,7 +343,7 @@ function refuseOpen(hostname: string): never {
  * ```
  */
 const server: Deno.ServeDefaultExport = {
-  fetch: (req) => fromEnv().service.fetch(req),
+  fetch: (req, info) => fromEnv().service.fetch(req, info),
   onListen: (addr) => {
     const { hostname, port } = addr as Deno.NetAddr;
     // `deno serve` binds 0.0.0.0 unless told otherwise: where its command line could not be
@@ -299,3 +353,9 @@ const server: Deno.ServeDefaultExport = {
   },
 };
 export default server;
+
+/** `/healthz` and `/readyz`: answered to a throttled peer too (they need no token). */
+function isProbe(req: Request): boolean {
+  const path = new URL(req.url).pathname;
+  return path.endsWith("/healthz") || path.endsWith("/readyz");
+}

@@ -1,11 +1,11 @@
 /**
  * A counter's name as the service reads it from a URL path: one percent-encoded segment,
- * decoded, never `.` or `..` (clients and proxies resolve those away).
+ * decoded, never `.` or `..` (clients and proxies resolve those away), and by `KvId`'s rules.
  *
  * @module
  */
 
-import { checkName } from "../contract/validate.ts";
+import { checkCounterName } from "../contract/validate.ts";
 import { errorResponse } from "./respond.ts";
 
 /** The name sent as one path segment, decoded, or a 400 answer. */
@@ -28,12 +28,15 @@ export function decodeName(rest: string): string | Response {
   return name;
 }
 
-/** The name of a path segment checked by `KvId`'s rules, or a 400 answer. */
+/**
+ * The name of a path segment checked by `KvId`'s rules (`checkCounterName`: no NUL first, no
+ * control character), or a 400 answer worded as `/v1/ids` words it.
+ */
 export function checkedName(rest: string): string | Response {
   const name = decodeName(rest);
   if (typeof name !== "string") return name;
   try {
-    checkName("the", "name", name);
+    checkCounterName("the", "name", name);
   } catch (err) {
     return errorResponse(400, "bad_name", `bad name: ${(err as Error).message.slice(4)}`);
   }

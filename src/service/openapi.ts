@@ -334,6 +334,8 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
                     "shutting_down",
                     "store_config",
                     "internal",
+                    "unsupported_media_type",
+                    "too_many_failures",
                   ],
                 },
                 message: { type: "string" },

@@ -167,4 +167,19 @@ export interface ServiceOptions {
    * @default {console.error}
    */
   log?: (line: string) => void;
+  /**
+   * Host names (without port) the unauthenticated mode answers beside `localhost`, 127.0.0.0/8
+   * and `[::1]` (env `KVID_ALLOWED_HOSTS`, comma-separated): any other `Host` is 403, so a page
+   * that points its own name at 127.0.0.1 (DNS rebinding) reads nothing. Unused with tokens.
+   * @default {[]}
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Failed authentications (401 answers) a peer address may have within a minute before it is
+   * answered 429 with `Retry-After` until the minute is over (env
+   * `KVID_AUTH_LIMIT`); 0: no limit. Needs the peer: `Deno.serve`'s and
+   * `@kvid/core/serve`'s handler info. Behind a proxy every client is the proxy's address.
+   * @default {10}
+   */
+  authFailuresPerMinute?: number;
 }

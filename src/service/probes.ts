@@ -51,13 +51,16 @@ export function probes(
     const scope = scopeOf(req);
     if (scope === undefined) return unauthorized();
     const { state } = await ready();
+    // A token of some names sees their series only: the service-wide ones (the store, HTTP,
+    // the process, the listener, failed logins) are for tokens of every name.
+    const wide = scope === "*";
     const metrics = renderMetrics(generators.visibleTo(scope), http, {
       storeUp: state === "up",
       storeConfigError: state === "config",
+      wide,
       extra: [
         ...segments.metrics((name) => inScope(scope, name)),
-        ...processMetrics(),
-        ...(options.metrics?.() ?? []),
+        ...(wide ? [...processMetrics(), ...(options.metrics?.() ?? [])] : []),
       ],
     }, Date.now());
     return text(200, metrics, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });

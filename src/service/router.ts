@@ -7,6 +7,7 @@
  * @module
  */
 
+import { validHost } from "./host.ts";
 import type { IdsEndpoint } from "./ids_endpoint.ts";
 import { allowOf, openApiDocument } from "./openapi.ts";
 import { PAGE_PATHS } from "./page_routes.ts";
@@ -42,6 +43,12 @@ export function router(routes: Routes): (req: Request) => Response | Promise<Res
     const raw = req.url; // a getter: read once
     if (raw.length > MAX_URL_LENGTH) {
       return errorResponse(414, "request_too_large", `the URL is over ${MAX_URL_LENGTH} bytes`);
+    }
+    // Deno.serve builds the URL as http://<Host><target>: a Host such as "x/v1/ids/order?"
+    // would choose the route. Only host[:port] passes (the service's listener checks it too).
+    const host = req.headers.get("host");
+    if (host !== null && !validHost(host)) {
+      return errorResponse(400, "bad_request", "the Host header is not host[:port]");
     }
     const length = req.headers.get("content-length");
     if (length !== null && !(Number(length) <= MAX_BODY_BYTES)) {

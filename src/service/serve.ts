@@ -175,7 +175,8 @@ export interface RunningService {
  *
  * const env = new Map([["KVID_KV_PATH", ":memory:"], ["KVID_AUTH", "none"]]);
  * const s = serveFromEnv(["--port", "0"], (n) => env.get(n), () => {});
- * const res = await fetch(`http://127.0.0.1:${s.listener.addr.port}/v1/ids/order?count=2`);
+ * const url = `http://127.0.0.1:${s.listener.addr.port}/v1/ids/order?count=2`;
+ * const res = await fetch(url, { method: "POST" }); // without tokens: POST only
  * assert.ok((await res.text()) === "1\n2\n");
  * await s.stop();
  * ```
@@ -196,8 +197,13 @@ export function serveFromEnv(
   const late: { listener?: Listener } = {};
   let service: IdService;
   try {
+    // The address it listens on, named so (not a wildcard nor loopback), is a host of its own.
+    const own = /^(0\.0\.0\.0|::|\[::\])$/.test(where.hostname) || where.hostname.includes(":")
+      ? []
+      : [where.hostname.toLowerCase()];
     service = createHandler({
       ...config.options,
+      allowedHosts: [...(config.options.allowedHosts ?? []), ...own],
       log,
       metrics: () => late.listener?.metrics() ?? [],
     });
