@@ -169,7 +169,7 @@ export class HttpStore implements Store, Release, StepMemory {
 
   /**
    * Give back the unused tail of the last reservations, with their receipts; see
-   * {@linkcode Store.release}. False without a receipt for it, or when the service refuses.
+   * {@linkcode Release.release}. False without a receipt for it, or when the service refuses.
    */
   async release(key: string, field: string, range: IdRange): Promise<boolean> {
     this.#checkKey(key, field);
@@ -202,7 +202,7 @@ export class HttpStore implements Store, Release, StepMemory {
     if (list.length > HELD_PER_FIELD) list.shift();
   }
 
-  /** The step remembered next to the counter; see {@linkcode Store.loadStep}. */
+  /** The step remembered next to the counter; see {@linkcode StepMemory.loadStep}. */
   async loadStep(key: string, field: string): Promise<number | undefined> {
     this.#checkKey(key, field);
     const answer = await this.#call<StepBody>("GET", field, "/step", undefined, true);
@@ -210,7 +210,7 @@ export class HttpStore implements Store, Release, StepMemory {
     return typeof step === "number" && Number.isSafeInteger(step) && step > 0 ? step : undefined;
   }
 
-  /** Remember the step next to the counter; see {@linkcode Store.saveStep}. */
+  /** Remember the step next to the counter; see {@linkcode StepMemory.saveStep}. */
   async saveStep(key: string, field: string, step: number): Promise<void> {
     this.#checkKey(key, field);
     await this.#call<StepBody>("PUT", field, "/step", { step }, true);

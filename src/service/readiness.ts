@@ -38,7 +38,7 @@ export interface ReadinessOptions {
 }
 
 /**
- * The readiness check of one service. Without a probe given: the store's clock (`Store.now`,
+ * The readiness check of one service. Without a probe given: the store's clock (`ServerClock.now`,
  * one round trip to its server) when it has one, else whether no generator's last reservation
  * failed; then the store's `durability()` read, which reads its server too.
  *

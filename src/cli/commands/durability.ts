@@ -1,5 +1,5 @@
 /**
- * `kvid durability`: what the store's server can lose, through `Store.durability` (any store).
+ * `kvid durability`: what the store's server can lose, through `DurabilityFacts` (any store).
  *
  * @module
  */

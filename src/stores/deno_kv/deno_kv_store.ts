@@ -290,7 +290,7 @@ export class DenoKvStore
   /**
    * Deno KV's durability: a commit returns only once it is durable (SQLite in WAL mode locally,
    * the primary region's log on Deno Deploy), and nothing evicts or expires a counter entry.
-   * No I/O. See {@linkcode Store.durability}.
+   * No I/O. See {@linkcode DurabilityFacts.durability}.
    *
    * @example
    * ```ts
@@ -322,7 +322,7 @@ export class DenoKvStore
 
   /**
    * The step the counter's processes last used, remembered in the entry
-   * `[...prefix, key, "\0step:" + field]`; see {@linkcode Store.loadStep}.
+   * `[...prefix, key, "\0step:" + field]`; see {@linkcode StepMemory.loadStep}.
    *
    * @example
    * ```ts
@@ -351,7 +351,7 @@ export class DenoKvStore
   }
 
   /**
-   * Remember `step` for the counter's next generators; see {@linkcode Store.saveStep}.
+   * Remember `step` for the counter's next generators; see {@linkcode StepMemory.saveStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -426,7 +426,7 @@ export class DenoKvStore
    * the layout entry of an interleaved member's; never the step or layout entries themselves
    * (their names begin with NUL) nor another key's. With `names`, one `getMany` of those (and
    * their layouts, in batches of 5 names: `getMany` takes at most 10 keys); otherwise one
-   * `list` of the prefix. See {@linkcode Store.counters}.
+   * `list` of the prefix. See {@linkcode CounterListing.counters}.
    *
    * @example
    * ```ts

@@ -248,7 +248,7 @@ export class SqlTableStore
 
   /**
    * Give back the unused tail `range` of the caller's last reservation; see
-   * {@linkcode Store.release}: `UPDATE ... SET value = first - 1 WHERE value = last`.
+   * {@linkcode Release.release}: `UPDATE ... SET value = first - 1 WHERE value = last`.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -267,7 +267,7 @@ export class SqlTableStore
 
   /**
    * The step the counter's processes last used (its row's `step` column); see
-   * {@linkcode Store.loadStep}.
+   * {@linkcode StepMemory.loadStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -279,7 +279,7 @@ export class SqlTableStore
   }
 
   /**
-   * Remember `step` in the counter's row; see {@linkcode Store.saveStep}.
+   * Remember `step` in the counter's row; see {@linkcode StepMemory.saveStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -315,7 +315,7 @@ export class SqlTableStore
   /**
    * The counters of hash `key`: its rows, value exact, with the layout of an interleaved
    * member's row; a row no reservation has set (a saved step's, at 0) is left out; the step and
-   * layout are columns, never counters. One `SELECT`. See {@linkcode Store.counters}.
+   * layout are columns, never counters. One `SELECT`. See {@linkcode CounterListing.counters}.
    *
    * @param key The hash key.
    * @param options `names`: only these counters.
@@ -350,7 +350,7 @@ export class SqlTableStore
 
   /**
    * The database's clock, in ms since the epoch (PostgreSQL `clock_timestamp()`, MySQL
-   * `UNIX_TIMESTAMP()` in whole seconds); see {@linkcode Store.now}.
+   * `UNIX_TIMESTAMP()` in whole seconds); see {@linkcode ServerClock.now}.
    *
    * @returns The server's time.
    */
