@@ -6,19 +6,20 @@
  */
 
 import { KvIdError } from "../../mod.ts";
-import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
-import type {
-  CounterListing,
-  CountersOptions,
-  CounterValue,
-  DayCleanup,
-  IdRange,
-  Release,
-  Reservation,
-  ReserveOptions,
-  StepMemory,
-  Store,
-} from "../../src/stores/mod.ts";
+import {
+  type CounterListing,
+  type CountersOptions,
+  type CounterValue,
+  DAY_FIELD,
+  type DayCleanup,
+  type IdRange,
+  MAX_ID,
+  type Release,
+  type Reservation,
+  type ReserveOptions,
+  type StepMemory,
+  type Store,
+} from "../../src/contract/store.ts";
 
 /**
  * The contract's operation and the capabilities memory can have atomically (JavaScript runs one

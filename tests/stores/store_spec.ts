@@ -11,21 +11,15 @@ import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { isTransient } from "../../src/contract/errors.ts";
 import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
-import {
-  type AnyReserveOptions,
-  type AnyStore,
-  hasCounters,
-  hasDayCleanup,
-  hasDurability,
-  hasGiveBack,
-  hasRelease,
-  hasServerClock,
-  hasStepMemory,
-  type IdRange,
-  readsStepInReserve,
-  type Reservation,
-  type ReserveOptions,
-  type Store,
+// The capability guards, one per optional capability: `can.hasGiveBack(store)`.
+import * as can from "../../src/contract/store.ts";
+import type {
+  AnyReserveOptions,
+  AnyStore,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
 } from "../../src/stores/mod.ts";
 
 /** A store to check, and what it is. */
@@ -218,7 +212,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     }
   });
 
-  const release = hasRelease(store) ? store.release.bind(store) : undefined;
+  const release = can.hasRelease(store) ? store.release.bind(store) : undefined;
   await t.step({
     name: release && contiguous
       ? "release gives the tail back only if nobody reserved since (compare-and-set)"
@@ -243,10 +237,10 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: hasGiveBack(store) && contiguous
+    name: can.hasGiveBack(store) && contiguous
       ? "giveBack: the top lowers the counter (compare-and-set), the rest is pooled, reserved first above the floor"
       : "giveBack (ignored: this store keeps no pool of given-back ranges)",
-    ignore: !(hasGiveBack(store) && contiguous),
+    ignore: !(can.hasGiveBack(store) && contiguous),
     fn: async () => {
       const field = fresh("give-back");
       const pool = { ...PLAIN, pool: true };
@@ -270,7 +264,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
-  const steps = hasStepMemory(store);
+  const steps = can.hasStepMemory(store);
   await t.step({
     name: steps
       ? "the remembered step: none for a new counter, then what was saved, per counter"
@@ -295,7 +289,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.deleteDaysBefore
       ? "day cleanup deletes the days before the cut and leaves every other field alone"
       : "day cleanup (ignored: this store has no deleteDaysBefore)",
-    ignore: !hasDayCleanup(store),
+    ignore: !can.hasDayCleanup(store),
     fn: async () => {
       // A DailyId's hash (a key of its own, unless the store serves one key: then the fields
       // of other cases share it, and the counts below are of this case's fields alone).
@@ -315,7 +309,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
       // The same days under another key are another DailyId's: not this cleanup's.
       const otherKey = subject.key === undefined ? fresh("other-days") : undefined;
       if (otherKey !== undefined) await store.reserve(otherKey, "20260101", 5, PLAIN);
-      const saves = hasStepMemory(store);
+      const saves = can.hasStepMemory(store);
       if (saves) await store.saveStep!(days, "order", 300);
       if (subject.key === undefined) {
         assert.equal(await store.deleteDaysBefore!(days, "20260103"), old.length);
@@ -347,7 +341,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.counters
       ? "counters(): each counter of the key, exact; no internal field, no other key's; an absent key is empty"
       : "counters (ignored: this store has no counters)",
-    ignore: !hasCounters(store),
+    ignore: !can.hasCounters(store),
     fn: async () => {
       const read = (k: string, names?: string[]) =>
         store.counters!(k, names === undefined ? undefined : { names });
@@ -406,7 +400,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
-  const memberDays = hasDayCleanup(store) && subject.layout === true &&
+  const memberDays = can.hasDayCleanup(store) && subject.layout === true &&
     subject.key === undefined;
   await t.step({
     name: !memberDays
@@ -432,7 +426,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.now
       ? "now(): the server's clock, in ms since the epoch, near this process's"
       : "the server's clock (ignored: this store has no now())",
-    ignore: !hasServerClock(store),
+    ignore: !can.hasServerClock(store),
     fn: async () => {
       const before = Date.now();
       const ms = await store.now!();
@@ -504,10 +498,10 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: readsStepInReserve(store)
+    name: can.readsStepInReserve(store)
       ? "reserve with loadStep: at least the remembered step, at most maxCount, in one call"
       : "reserve with loadStep (ignored: reservesStep is not true on this store)",
-    ignore: !readsStepInReserve(store),
+    ignore: !can.readsStepInReserve(store),
     fn: async () => {
       const field = fresh("reserve-step");
       const load = { ...PLAIN, loadStep: true, maxCount: 1_000 };
@@ -548,7 +542,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
         (e: unknown) => e,
       );
       transient(err, "reserve");
-      if (hasDurability(dead.store)) {
+      if (can.hasDurability(dead.store)) {
         const options = {
           field: fresh("down"),
           mode: "strict",
@@ -568,10 +562,10 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: hasDurability(store)
+    name: can.hasDurability(store)
       ? "durability(): what the server can lose, each problem naming its fix"
       : "durability (ignored: this store does not say; a generator trusts it)",
-    ignore: !hasDurability(store),
+    ignore: !can.hasDurability(store),
     fn: async () => {
       const d = await store.durability!(key, {
         field: fresh("durability"),
