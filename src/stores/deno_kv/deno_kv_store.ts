@@ -301,7 +301,7 @@ export class DenoKvStore
    * const d = await store.durability("kvid", {
    *   field: "order",
    *   mode: "strict",
-   *   replicas: 0,
+   *   judge: () => undefined,
    *   stated: {},
    * });
    * assert.ok(d.durable && d.problems.length === 0);
