@@ -103,6 +103,21 @@ Deno.test({ name: "replicas: on a primary with a replica", ignore }, async (t) =
       assert.match(String((err.cause as Error)?.message), /reached 1 of 2 replicas/);
     });
 
+    await t.step("strict refuses fewer replicas than the primary lists", async () => {
+      for (const kind of CLIENTS) {
+        await using client = await openClient(kind, primary.url);
+        await using refused = new KvId(`${kind}:fewer`, { redis: client.redis, timeout: 2_000 });
+        const err = await refused.next().then(() => undefined, (e) => e);
+        assert.ok(err instanceof KvIdError && err.code === "config", String(err));
+        assert.match(err.message, /the primary has 1 replica and replicas: 0 .*set replicas: 1/);
+        await using accepted = new KvId(`${kind}:fewer`, {
+          redis: client.redis,
+          durability: "best-effort",
+        });
+        assert.ok(await accepted.next() >= 1);
+      }
+    });
+
     await t.step("more replicas than there are: timeout naming the count seen", async () => {
       await using client = await openClient("ioredis", primary.url);
       await using id = new KvId("two", { redis: client.redis, replicas: 2, timeout: 2_000 });
@@ -135,6 +150,41 @@ Deno.test({ name: "replicas: on a primary with a replica", ignore }, async (t) =
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** A server's error reply, as the store tells one (by its class's name). */
+class ReplyError extends Error {}
+
+Deno.test("replicas: a WAIT answered on another connection confirms nothing", async () => {
+  // A client that reconnects while WAIT is pending and sends it again on the new connection,
+  // where it answers at once (node-redis' Sentinel client does): CLIENT INFO names another
+  // connection behind the WAIT than before the reservation.
+  let counter = 0;
+  let connection = 1;
+  const sent: string[] = [];
+  const client: RedisClient = {
+    hincrby: (_key, _field, n) => (sent.push("HINCRBY"), Promise.resolve(counter += n)),
+    eval: () => Promise.reject(new ReplyError("ERR unknown command 'EVAL'")),
+    evalsha: () => Promise.reject(new ReplyError("ERR unknown command 'EVALSHA'")),
+    clientInfo:
+      () => (sent.push("CLIENT INFO"),
+        Promise.resolve(`id=${connection} addr=127.0.0.1:5${connection} laddr=127.0.0.1:6379`)),
+    waitReplicas: () => {
+      sent.push("WAIT");
+      connection++; // the connection dropped; the client re-sent WAIT on a new one
+      return Promise.resolve(1);
+    },
+  };
+  const options = { redis: client, replicas: 1, durability: "best-effort" as const, guard: false };
+  await using id = new KvId("resent", { ...options, timeout: 300, prefetchAt: 0 });
+  const err = await id.next().then(() => undefined, (e) => e);
+  assert.ok(err instanceof KvIdError, String(err));
+  assert.match(String((err.cause as Error)?.message ?? err.message), /another connection/);
+  assert.deepEqual(sent.slice(0, 4), ["CLIENT INFO", "HINCRBY", "WAIT", "CLIENT INFO"]);
+  // The same connection before and behind the WAIT: served.
+  client.waitReplicas = () => Promise.resolve(1);
+  await using same = new KvId("resent", { ...options, prefetchAt: 0 });
+  assert.ok(await same.next() > 0);
 });
 
 Deno.test({ name: "replicas: a server without WAIT is a config error", ignore }, async () => {

@@ -50,6 +50,14 @@ export interface RedisClient {
    */
   waitReplicas?(key: string, replicas: number, timeoutMs: number): Promise<unknown>;
   /**
+   * `CLIENT INFO` on the connection that serves a command on `key`; optional. Asked before a
+   * reservation that is confirmed (`replicas`, `waitAof`) and again right behind its `WAIT`: a
+   * confirmation answered on another connection (a client that reconnected and re-sent it)
+   * confirmed nothing. The adapters define it so a cluster client routes it to the node owning
+   * `key`. Without it `sendCommand("CLIENT", ["INFO"])` is used.
+   */
+  clientInfo?(key: string): Promise<unknown>;
+  /**
    * `WAITAOF numlocal numreplicas timeoutMs` on the connection that just served a command on
    * `key`, resolving to the server's reply (`[fsynced locally, replicas that fsynced]`);
    * optional. The adapters define it so a cluster client routes it to the node owning `key`.

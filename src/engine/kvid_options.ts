@@ -169,7 +169,9 @@ export interface KvIdOptions {
    * on the same connection right after the increment, so a failover to a replica cannot
    * re-issue them. A range not confirmed within `timeout` is spent, never handed out, and the
    * reservation is retried like a lost one. `WAIT` blocks its connection: give the generator a
-   * client of its own (see `docs/replicas.md`).
+   * client of its own (see `docs/replicas.md`). Set it to every replica the primary has: a
+   * failover (or a partition) can promote one that did not acknowledge, so `durability:
+   * "strict"` refuses a primary listing more replicas than this.
    *
    * @default {0}
    */
@@ -214,9 +216,10 @@ export interface KvIdOptions {
    * server can lose (Redis/Valkey: `INFO`, `CONFIG GET appendfsync`, the hash's `PTTL`, one
    * round trip; see `stats().durability`). `"strict"`: a server that can lose a confirmed
    * reservation (no AOF, or a server that will not say) is refused with a `"config"`
-   * {@linkcode KvIdError} naming the fix; with `replicas` of 1 or more a server without AOF is
-   * served (each reservation is on a replica before it is used). `"best-effort"`: served, and a
-   * crash of the server can re-issue IDs (docs/durability.md says which). Under both, an eviction
+   * {@linkcode KvIdError} naming the fix, and so is a primary listing more replicas than
+   * `replicas`; with `replicas` of 1 or more a server without AOF is served (each reservation
+   * is on a replica before it is used). `"best-effort"`: served, and a crash of the server can
+   * re-issue IDs (docs/durability.md says which). Under both, an eviction
    * policy that can evict the counter (`allkeys-*`) is refused. A custom `store` without
    * `durability()` is trusted.
    *

@@ -129,6 +129,7 @@ export function fromNodeRedis(client: NodeRedisLike): RedisClient {
       send(key, ["WAIT", String(replicas), String(timeoutMs)]),
     waitAof: (key, numlocal, numreplicas, timeoutMs) =>
       send(key, ["WAITAOF", String(numlocal), String(numreplicas), String(timeoutMs)]),
+    clientInfo: (key) => send(key, ["CLIENT", "INFO"]),
     close: async () => void await original.close?.(),
   };
 }
@@ -173,6 +174,7 @@ export function fromIoredis(client: IoredisLike): RedisClient {
         String(numreplicas),
         String(timeoutMs),
       ]),
+    clientInfo: (key) => onNodeOf(client, key, ["client", "info"]),
   };
 }
 
@@ -278,6 +280,7 @@ export function fromBunRedis(client: BunRedisLike): RedisClient {
     evalsha: (sha1, keys, args) =>
       send("EVALSHA", [sha1, String(keys.length), ...keys, ...args.map(String)]),
     sendCommand: (command, args = []) => send(command, args.map(String)),
+    clientInfo: () => send("CLIENT", ["INFO"]),
     close: () => {
       closed = true;
       return client.close?.();

@@ -39,13 +39,88 @@ export async function confirmReservation(
   field: string,
   options: Pick<ReserveOptions, "replicas" | "waitAof">,
   ms: number,
+  before?: Promise<string>,
 ): Promise<void> {
   const replicas = options.replicas ?? 0;
   const started = performance.now();
-  if (options.waitAof === true) await waitForAof(client, key, field, ms);
+  if (options.waitAof === true) await waitForAof(client, key, field, ms, before);
   if (replicas > 0) {
     const left = Math.max(1, Math.floor(ms - (performance.now() - started)));
-    await waitForReplicas(client, key, field, replicas, left);
+    await waitForReplicas(client, key, field, replicas, left, before);
+  }
+}
+
+/**
+ * Whether a reservation is about to be confirmed on `client` (`WAIT`, or a `WAITAOF` the server
+ * is known to have), so that {@linkcode connectionOf} must be asked before it.
+ */
+export function confirms(
+  client: RedisClient,
+  options: Pick<ReserveOptions, "replicas" | "waitAof">,
+): boolean {
+  return (options.replicas ?? 0) > 0 || (options.waitAof === true && aofKnown.has(client));
+}
+
+// Clients whose server has no CLIENT INFO (Redis < 6.2): CLIENT ID names the connection.
+const withoutClientInfo = new WeakSet<RedisClient>();
+
+/**
+ * Which connection of `client` serves `key`: `CLIENT INFO`'s `id`, `addr` and `laddr` (`CLIENT
+ * ID` on a server without it). Asked just before a reservation and again right behind its
+ * `WAIT`/`WAITAOF` (in the same order on the wire, no round trip more): a client that lost the
+ * connection in between and re-sent the confirmation on a new one (node-redis' Sentinel client
+ * does) gets an answer there at once, for writes that connection never made; the two names
+ * then differ, and the range is spent. Resolves `"unknown"` when the client cannot send it.
+ */
+export async function connectionOf(client: RedisClient, key: string): Promise<string> {
+  const old = withoutClientInfo.has(client);
+  let reply: unknown;
+  try {
+    if (!old && typeof client.clientInfo === "function") reply = await client.clientInfo(key);
+    else if (typeof client.sendCommand === "function") {
+      reply = await client.sendCommand("CLIENT", [old ? "ID" : "INFO"]);
+    } else return "unknown";
+  } catch (cause) {
+    const message = errorMessage(cause);
+    if (isReplyError(cause) && /(^|: )NOPERM/.test(message)) {
+      throw new KvIdError(
+        "config",
+        `the user may not run CLIENT ${
+          old ? "ID" : "INFO"
+        }, which checks that a reservation's WAIT or WAITAOF ran on the connection that made it: allow it (ACL +client|info +client|id): ${message}`,
+        { key, cause },
+      );
+    }
+    if (!old && isReplyError(cause) && UNKNOWN.test(message)) {
+      withoutClientInfo.add(client);
+      return "no CLIENT INFO"; // never equal to an answer: this confirmation is not trusted
+    }
+    throw cause;
+  }
+  const text = reply instanceof Uint8Array ? new TextDecoder().decode(reply) : String(reply);
+  if (old) return `id=${text}`;
+  return ["id", "addr", "laddr"].map((f) => new RegExp(`(?:^| )${f}=(\\S*)`).exec(text)?.[0].trim())
+    .join(" ");
+}
+
+/**
+ * Throw unless the connection named `after` (asked behind a confirmation) is the one named
+ * `before` (asked before the reservation).
+ */
+async function sameConnection(
+  before: Promise<string>,
+  after: Promise<string>,
+  what: string,
+  where: { key: string; field: string },
+): Promise<void> {
+  const [b, a] = await Promise.all([before, after]);
+  if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before
+  if (a !== b) {
+    throw new KvIdError(
+      "connection",
+      `the ${what} ran on another connection than the reservation (${b} then ${a}: the client reconnected and sent it again), so it confirmed nothing; its IDs are spent`,
+      where,
+    );
   }
 }
 
@@ -60,6 +135,7 @@ export async function waitForAof(
   key: string,
   field: string,
   ms: number,
+  before?: Promise<string>,
 ): Promise<boolean> {
   if (withoutWaitAof.has(client)) return false;
   // The first WAITAOF on a client finds out whether the server has it; reservations made
@@ -70,7 +146,7 @@ export async function waitForAof(
     await probe.catch(() => {});
     if (withoutWaitAof.has(client)) return false;
   } else if (!aofKnown.has(client)) {
-    const sent = sendWaitAof(client, key, field, ms);
+    const sent = sendWaitAof(client, key, field, ms, before);
     aofProbes.set(client, sent);
     try {
       return await sent;
@@ -78,7 +154,7 @@ export async function waitForAof(
       aofProbes.delete(client);
     }
   }
-  return await sendWaitAof(client, key, field, ms);
+  return await sendWaitAof(client, key, field, ms, before);
 }
 
 // A client's first WAITAOF, in flight: the others wait for what it finds.
@@ -114,17 +190,24 @@ async function sendWaitAof(
   key: string,
   field: string,
   ms: number,
+  before?: Promise<string>,
 ): Promise<boolean> {
   const where = { key, field };
   let reply: unknown;
+  let after: Promise<string> | undefined;
   try {
+    let sent: Promise<unknown>;
     if (typeof client.waitAof === "function") {
-      reply = await client.waitAof(key, 1, 0, ms);
+      sent = client.waitAof(key, 1, 0, ms);
     } else if (typeof client.sendCommand === "function") {
-      reply = await client.sendCommand("WAITAOF", ["1", "0", String(ms)]);
+      sent = client.sendCommand("WAITAOF", ["1", "0", String(ms)]);
     } else {
       return false;
     }
+    // Right behind it on the same connection: which connection answered it.
+    after = before === undefined ? undefined : connectionOf(client, key);
+    after?.catch(() => {});
+    reply = await sent;
   } catch (cause) {
     const message = errorMessage(cause);
     if (isReplyError(cause) && UNKNOWN.test(message)) {
@@ -171,6 +254,9 @@ async function sendWaitAof(
       where,
     );
   }
+  if (before !== undefined && after !== undefined) {
+    await sameConnection(before, after, "WAITAOF", where);
+  }
   return true;
 }
 
@@ -184,14 +270,23 @@ export async function waitForReplicas(
   field: string,
   replicas: number,
   ms: number,
+  before?: Promise<string>,
 ): Promise<void> {
   const where = { key, field };
   let reply: unknown;
+  let after: Promise<string> | undefined;
   try {
+    let sent: Promise<unknown> | undefined;
     if (typeof client.waitReplicas === "function") {
-      reply = await client.waitReplicas(key, replicas, ms);
+      sent = client.waitReplicas(key, replicas, ms);
     } else if (typeof client.sendCommand === "function") {
-      reply = await client.sendCommand("WAIT", [String(replicas), String(ms)]);
+      sent = client.sendCommand("WAIT", [String(replicas), String(ms)]);
+    }
+    if (sent !== undefined) {
+      // Right behind it on the same connection: which connection answered it.
+      after = before === undefined ? undefined : connectionOf(client, key);
+      after?.catch(() => {});
+      reply = await sent;
     } else {
       throw new KvIdError(
         "config",
@@ -235,5 +330,8 @@ export async function waitForReplicas(
       `the reservation reached ${seen.value} of ${replicas} replicas within ${ms} ms; its IDs are spent`,
       where,
     );
+  }
+  if (before !== undefined && after !== undefined) {
+    await sameConnection(before, after, "WAIT", where);
   }
 }

@@ -13,9 +13,11 @@ import type { RedisClient } from "../../contract/redis_client.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 
 // One round trip (with the CONFIG GETs sent at the same time), routed by the counter's key on
-// a cluster: the server's identity, its persistence and memory settings, and the hash's TTL.
+// a cluster: the server's identity, its persistence, memory and replication settings, and the
+// hash's TTL.
 const PROBE_SCRIPT = new LuaScript(`return {redis.call('INFO', 'server'),
-  redis.call('INFO', 'persistence'), redis.call('INFO', 'memory'), redis.call('PTTL', KEYS[1])}`);
+  redis.call('INFO', 'persistence'), redis.call('INFO', 'memory'), redis.call('PTTL', KEYS[1]),
+  redis.call('INFO', 'replication')}`);
 
 /** `key:value` lines of an `INFO` reply. */
 function parseInfo(text: string): Map<string, string> {
@@ -96,8 +98,8 @@ export async function info(client: RedisClient, key: string): Promise<InfoRead> 
   const unknown = (error: string) => ({ info: new Map<string, string>(), ttl: undefined, error });
   try {
     const reply = await PROBE_SCRIPT.run(client, [key], []);
-    if (!Array.isArray(reply) || reply.length !== 4) return unknown("unexpected probe reply");
-    const text = reply.slice(0, 3).map(asText).join("\n");
+    if (!Array.isArray(reply) || reply.length !== 5) return unknown("unexpected probe reply");
+    const text = [...reply.slice(0, 3), reply[4]].map(asText).join("\n");
     return { info: parseInfo(text), ttl: Number(asText(reply[3])) };
   } catch (err) {
     const why = unknownOrThrow(err, key);
@@ -282,6 +284,23 @@ export function durabilityOf(
     if (appendonly === "yes" && settings.appendfsync === "unknown") {
       // CONFIG is often forbidden on managed servers: Redis' default is assumed, and said.
       settings.appendfsync = `${DEFAULT_APPENDFSYNC} (assumed: CONFIG GET refused)`;
+    }
+  }
+  const listed = Number(i.get("connected_slaves"));
+  const replicas = options.replicas ?? 0;
+  if (i.get("role") === "master" && Number.isInteger(listed)) {
+    settings.connected_replicas = String(listed);
+    if (listed > replicas) {
+      // WAIT N counts any N replicas; Sentinel or Cluster may promote another one (a partition
+      // leaves the acknowledging ones on the primary's side): the IDs served since are then
+      // missing on the new primary, and a fresh generator re-issues them.
+      problems.push(
+        `the primary has ${listed} replica${
+          listed === 1 ? "" : "s"
+        } and replicas: ${replicas} confirms each reservation on ${
+          replicas === 0 ? "none" : `${replicas} of them`
+        }: a failover to a replica that did not acknowledge (after a crash, or a partition that leaves the acknowledging ones with the old primary) re-issues the IDs handed out since; set replicas: ${listed} (then a reservation needs every replica: while one is down or cut off, none succeeds), or durability: "best-effort" to accept that`,
+      );
     }
   }
   const ttl = read.ttl;

@@ -45,7 +45,7 @@ import {
 } from "./store_options.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
 import { resolveRedis } from "./client_source.ts";
-import { confirmReservation } from "./confirm.ts";
+import { confirmReservation, confirms, connectionOf } from "./confirm.ts";
 import { parseInteger, range, reservationFrom, reserveArgs, text } from "./replies.ts";
 import {
   GIVE_BACK_SCRIPT,
@@ -181,8 +181,11 @@ export class RedisStore
     options: ReserveOptions,
   ): Promise<Reservation> {
     const started = performance.now();
+    // Which connection reserves, asked before the reservation (see connectionOf).
+    const before = confirms(client, options) ? connectionOf(client, key) : undefined;
+    before?.catch(() => {});
     const reservation = await this.#reserve(client, key, field, count, options);
-    await this.#confirm(client, key, field, options, started);
+    await this.#confirm(client, key, field, options, started, before);
     return reservation;
   }
 
@@ -192,6 +195,7 @@ export class RedisStore
     field: string,
     options: ReserveOptions,
     started: number,
+    before?: Promise<string>,
   ): Promise<void> {
     // A member of an interleaved set waits a few of its own round trips at most
     // (waitRoundTrips): one whose replicas or fsync do not confirm is skipped quickly.
@@ -200,7 +204,14 @@ export class RedisStore
     if (options.waitRoundTrips !== undefined) {
       budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
     }
-    await confirmReservation(client, key, field, options, Math.max(1, Math.floor(budget)));
+    await confirmReservation(
+      client,
+      key,
+      field,
+      options,
+      Math.max(1, Math.floor(budget)),
+      before,
+    );
   }
 
   /**
@@ -222,6 +233,8 @@ export class RedisStore
     // (An interleaved member's layout reservation has a script of its own: never in one call.)
     const oneCall = options.guard && options.layout === undefined && this.#scripting &&
       sharedRead(client, key, asked.reuse === true) === undefined;
+    const before = oneCall && confirms(client, options) ? connectionOf(client, key) : undefined;
+    before?.catch(() => {});
     const first = oneCall
       ? await firstReservation(client, key, field, count, options, asked)
       : "apart";
@@ -241,7 +254,14 @@ export class RedisStore
     if (asked.judge(durability) !== undefined) {
       return { ranges: [], raised: reservation.raised, durability };
     }
-    await this.#confirm(client, key, field, confirmedAs(options, asked, durability), started);
+    await this.#confirm(
+      client,
+      key,
+      field,
+      confirmedAs(options, asked, durability),
+      started,
+      before,
+    );
     return { ...reservation, durability };
   }
 

@@ -94,6 +94,7 @@ export const DURABILITY_FACTS = {
   server: ["redis_version", "valkey_version", "kvrocks_version"],
   persistence: ["aof_enabled"],
   memory: ["maxmemory_policy", "maxmemory"],
+  replication: ["role", "connected_slaves"],
 } as const;
 
 // A generator's first reservation and the server's durability in one call (one round trip,
