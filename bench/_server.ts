@@ -1,7 +1,8 @@
 /**
- * Shared setup of the benches: the live server (`KVID_BENCH_URL`, else a throwaway `kvrocks` or
- * `redis-server` from `tests/server.ts`), a node-redis client, `INFO commandstats`, percentiles,
- * and the metrics file `bench/report.ts` collects.
+ * Shared setup of the benches: the live server (`KVID_BENCH_URL`, else a throwaway server from
+ * `tests/server.ts`: the one `KVID_TEST_SERVER` names, `redis-server`, `valkey-server` or
+ * `kvrocks`, else `kvrocks` when on PATH, else `redis-server`), a node-redis client,
+ * `INFO commandstats`, percentiles, and the metrics file `bench/report.ts` collects.
  *
  * Deno.bench has no per-file setup hook, so a bench file awaits {@linkcode benchServer} at top
  * level; a server started here is stopped when the file's worker unloads.
@@ -23,7 +24,7 @@ export interface BenchServer {
   /** Port of the server. */
   port: number;
   /** What `INFO server` says it is. */
-  kind: "redis" | "kvrocks";
+  kind: "redis" | "valkey" | "kvrocks";
   /** Its version. */
   version: string;
   /** True when taken from `KVID_BENCH_URL` rather than started here. */
@@ -79,9 +80,13 @@ async function start(): Promise<BenchServer> {
 }
 
 /** What `INFO server` says the server at `url` is. */
-export async function serverKind(url: string): Promise<"redis" | "kvrocks"> {
+export async function serverKind(url: string): Promise<"redis" | "valkey" | "kvrocks"> {
   const info = String(await command(url, "INFO", "server"));
-  return /^kvrocks_version:/m.test(info) ? "kvrocks" : "redis";
+  return /^kvrocks_version:/m.test(info)
+    ? "kvrocks"
+    : /^valkey_version:/m.test(info)
+    ? "valkey"
+    : "redis";
 }
 
 /** E.g. `redis 7.0.15 (started on 127.0.0.1:40123)`. */

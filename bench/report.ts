@@ -2,6 +2,9 @@
  * `deno task bench:report`: start one server (or use `KVID_BENCH_URL`), run the benches with
  * `deno bench --json`, and write a markdown report: per-ID timings with the ratio to each
  * group's baseline, the suites' own figures, and the targets of the bench issue, met or missed.
+ * Then `bench/servers_bench.ts` (a reservation, a round trip, a cold start, contention) on each
+ * server found (redis-server, valkey-server, kvrocks: on PATH, kvrocks also at
+ * `../shared/bin/kvrocks`), one after the other, side by side (`KVID_BENCH_SERVERS=0`: not run).
  *
  *     deno run -A bench/report.ts [--out=bench/RESULTS.md] [deno bench args, default bench/]
  *
@@ -10,7 +13,7 @@
  * @module
  */
 
-import { startServer } from "../tests/server.ts";
+import { kvrocksBinary, startServer } from "../tests/server.ts";
 import { type Metric, serverKind, serverLabel, WARM_UP_GROUP } from "./_server.ts";
 
 /** One bench of `deno bench --json`. */
@@ -52,6 +55,64 @@ interface RunInfo {
   seconds: number;
   command: string;
   exitCode: number;
+  /** bench/servers_bench.ts on each server found, in the order run. */
+  servers: ServerRun[];
+}
+
+/** bench/servers_bench.ts on one server. */
+interface ServerRun {
+  /** E.g. `kvrocks 2.10.1`. */
+  label: string;
+  /** Its benches, or why not run. */
+  benches: JsonBench[] | string;
+}
+
+/** The binaries of the side-by-side groups, in the order run. */
+const SERVER_BINARIES = ["redis-server", "valkey-server", "kvrocks"] as const;
+const SERVERS_BENCH = new URL("./servers_bench.ts", import.meta.url).pathname;
+
+/** Run bench/servers_bench.ts on each server binary found (missing ones: said, not run). */
+async function sideBySide(): Promise<ServerRun[]> {
+  if (Deno.env.get("KVID_BENCH_SERVERS") === "0") return [];
+  const runs: ServerRun[] = [];
+  for (const bin of SERVER_BINARIES) {
+    if (!await found(bin)) {
+      runs.push({ label: bin, benches: "not found on PATH (kvrocks: nor at ../shared/bin)" });
+      continue;
+    }
+    const server = await startServer({ server: bin });
+    try {
+      const label = `${await serverKind(server.url)} ${server.version}`;
+      console.error(`side by side: ${label}`);
+      const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+        args: ["bench", "-A", "--json", SERVERS_BENCH],
+        // Its log lines go to stderr (a metrics file set), so stdout is the JSON alone.
+        env: { KVID_BENCH_URL: server.url, KVID_BENCH_METRICS: "/dev/null" },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      const json = parseBenchJson(new TextDecoder().decode(stdout));
+      runs.push({
+        label,
+        benches: code === 0 ? json.benches : `deno bench exited with ${code}`,
+      });
+    } finally {
+      await server.stop();
+    }
+  }
+  return runs;
+}
+
+async function found(bin: (typeof SERVER_BINARIES)[number]): Promise<boolean> {
+  if (bin === "kvrocks") return await kvrocksBinary() !== undefined;
+  try {
+    const out = await new Deno.Command(bin, { args: ["--version"], stdout: "null", stderr: "null" })
+      .output();
+    return out.success;
+  } catch {
+    return false;
+  }
 }
 
 async function main(benchArgs: string[], out: string): Promise<number> {
@@ -88,6 +149,7 @@ async function main(benchArgs: string[], out: string): Promise<number> {
       }, 5_000);
       const { code, stdout } = await child.output().finally(() => clearInterval(sampler));
       const json = parseBenchJson(new TextDecoder().decode(stdout));
+      const servers = await sideBySide();
       const metrics = (await Deno.readTextFile(metricsFile)).split("\n").filter(Boolean).map(
         (l) => JSON.parse(l) as Metric,
       );
@@ -107,6 +169,7 @@ async function main(benchArgs: string[], out: string): Promise<number> {
         seconds: (performance.now() - started) / 1000,
         command: "deno task bench:report",
         exitCode: code,
+        servers,
       };
       await Deno.writeTextFile(out, render(json, metrics, info));
       // Committed next to formatted sources: keep `deno fmt --check` happy.
@@ -247,10 +310,19 @@ function render(json: JsonReport, metrics: Metric[], info: RunInfo): string {
     `| CPU | ${info.cpu}, ${info.cores} cores |`,
     `| Load average (1, 5, 15 min) | before ${info.loadBefore}; after ${info.loadAfter} |`,
     `| Load during the run | ${info.loadDuring} on ${info.cores} cores |`,
+    ...(info.servers.length === 0 ? [] : [
+      `| Servers side by side | ${
+        info.servers.map((r) =>
+          typeof r.benches === "string" ? `${r.label}: ${r.benches}` : r.label
+        )
+          .join("; ")
+      } (each started by the bench, after the run above, one at a time) |`,
+    ]),
     "",
   );
 
   push("## Targets", "", ...targets(json, metrics), "");
+  if (info.servers.length > 0) push(...sideBySideSection(info.servers));
 
   push(
     "## Timings",
@@ -336,6 +408,56 @@ function render(json: JsonReport, metrics: Metric[], info: RunInfo): string {
     push("");
   }
   return lines.join("\n");
+}
+
+/** bench/servers_bench.ts's groups, a column per server; ratios to each run's own baseline. */
+function sideBySideSection(runs: ServerRun[]): string[] {
+  const ran = runs.filter((r): r is ServerRun & { benches: JsonBench[] } =>
+    typeof r.benches !== "string"
+  );
+  const out = [
+    "## Servers side by side",
+    "",
+    "`bench/servers_bench.ts` on each server, one after the other on the same machine: the mean " +
+    "time per iteration and, in brackets, its ratio to the group's baseline in the same " +
+    "server's run (compare ratios across servers, not times: the load moves between runs).",
+    "",
+  ];
+  const groups: string[] = [];
+  for (const r of ran) {
+    for (const b of r.benches) {
+      if (b.group !== null && b.group !== WARM_UP_GROUP && !groups.includes(b.group)) {
+        groups.push(b.group);
+      }
+    }
+  }
+  for (const group of groups) {
+    out.push(`### ${group}`, "");
+    out.push(
+      `| Benchmark | ${ran.map((r) => r.label).join(" | ")} |`,
+      `| --- |${ran.map(() => " ---: |").join("")}`,
+    );
+    const names = [
+      ...new Set(ran.flatMap((r) => r.benches.filter((b) => b.group === group).map((b) => b.name))),
+    ];
+    for (const name of names) {
+      const cells = ran.map((r) => {
+        const inGroup = r.benches.filter((b) => b.group === group);
+        const b = inGroup.find((x) => x.name === name);
+        const s = b && stats(b);
+        if (!s) return "failed";
+        const base = inGroup.find((x) => x.baseline);
+        const baseAvg = base && stats(base)?.avg;
+        return `${duration(s.avg)}${baseAvg ? ` (${fmt(s.avg / baseAvg)}x)` : ""}`;
+      });
+      const baseline = ran.some((r) =>
+        r.benches.some((b) => b.group === group && b.name === name && b.baseline)
+      );
+      out.push(`| ${cell(baseline ? `${name} (baseline)` : name)} | ${cells.join(" | ")} |`);
+    }
+    out.push("");
+  }
+  return out;
 }
 
 /** The targets of the bench issue, as a table of measured figures. */
@@ -578,8 +700,9 @@ if (import.meta.main) {
   const args = Deno.args.filter((a) => !a.startsWith("--out="));
   const out = Deno.args.find((a) => a.startsWith("--out="))?.slice(6) ??
     new URL("./RESULTS.md", import.meta.url).pathname;
+  // bench/servers_bench.ts runs on each server after (sideBySide), not in the main run.
   const targets = args.some((a) => !a.startsWith("-"))
     ? args
-    : [...args, new URL("./", import.meta.url).pathname];
+    : [...args, `--ignore=${SERVERS_BENCH}`, new URL("./", import.meta.url).pathname];
   Deno.exitCode = await main(targets, out);
 }

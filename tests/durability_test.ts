@@ -11,7 +11,13 @@ import assert from "node:assert/strict";
 import { DailyId, type ExpiryDetail, KvId, KvIdError, type RedisClient } from "../mod.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { type ClientKind, CLIENTS, openClient } from "./clients.ts";
-import { command, startNoScriptingServer, startServer, type TestServer } from "./server.ts";
+import {
+  command,
+  redisOnly,
+  startNoScriptingServer,
+  startServer,
+  type TestServer,
+} from "./server.ts";
 import { rejectsWith } from "./assert.ts";
 import { serveService } from "./service.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
@@ -63,7 +69,10 @@ async function evictByCacheWrites(server: TestServer): Promise<number> {
 
 for (const kind of CLIENTS) {
   Deno.test({
-    name: `durability: snapshots only (Debian's save) + kill -9 (${kind})`,
+    ...redisOnly(
+      `durability: snapshots only (Debian's save) + kill -9 (${kind})`,
+      "no AOF or save; tests/kvrocks_test.ts stages disable_wal yes",
+    ),
     timeout: 60_000,
     fn: async (t) => {
       await using server = await startServer({ persistence: "snapshots" });
@@ -121,6 +130,12 @@ Deno.test({
     assert.equal(d.mode, "strict");
     assert.equal(d.durable, true);
     assert.deepEqual(d.problems, []);
+    if (server.kind === "kvrocks") {
+      assert.equal(d.settings["rocksdb.write_options.disable_wal"], "no");
+      assert.equal(d.settings["rocksdb.write_options.sync"], "no");
+      assert.match(d.settings.server, /^kvrocks \d/);
+      return;
+    }
     assert.equal(d.settings.appendonly, "yes");
     assert.equal(d.settings.appendfsync, "everysec");
     assert.equal(d.settings.maxmemory_policy, "noeviction");
@@ -129,7 +144,10 @@ Deno.test({
 });
 
 Deno.test({
-  name: "durability: a managed server that forbids CONFIG or INFO",
+  ...redisOnly(
+    "durability: a managed server that forbids CONFIG or INFO",
+    "Redis' appendfsync and INFO persistence; the namespace test of tests/kvrocks_test.ts has CONFIG refused",
+  ),
   timeout: 30_000,
   fn: async (t) => {
     await t.step("no CONFIG: served, appendfsync assumed and said", async () => {
@@ -159,7 +177,10 @@ Deno.test({
 });
 
 Deno.test({
-  name: "durability: replicas confirming each reservation cover a server without AOF",
+  ...redisOnly(
+    "durability: replicas confirming each reservation cover a server without AOF",
+    "no WAIT",
+  ),
   timeout: 30_000,
   fn: async () => {
     await using server = await startServer({ persistence: "snapshots" });
@@ -180,7 +201,10 @@ Deno.test({
 });
 
 Deno.test({
-  name: "durability: allkeys-lru with cache writes evicting the hash is refused in both modes",
+  ...redisOnly(
+    "durability: allkeys-lru with cache writes evicting the hash is refused in both modes",
+    "no maxmemory-policy, Kvrocks does not evict",
+  ),
   timeout: 60_000,
   fn: async (t) => {
     await using server = await startServer({ persistence: "aof" }); // appendfsync always
@@ -211,7 +235,10 @@ Deno.test({
 });
 
 Deno.test({
-  name: "durability: a policy switched to allkeys-lru under a live generator is refused after",
+  ...redisOnly(
+    "durability: a policy switched to allkeys-lru under a live generator is refused after",
+    "no maxmemory-policy, Kvrocks does not evict",
+  ),
   timeout: 60_000,
   fn: async () => {
     await using server = await startServer();
@@ -357,7 +384,10 @@ Deno.test({
 });
 
 Deno.test({
-  name: "durability: AOF turned off at run time is seen after a transient failure",
+  ...redisOnly(
+    "durability: AOF turned off at run time is seen after a transient failure",
+    "its WAL is set in its config file only",
+  ),
   timeout: 60_000,
   fn: async () => {
     await using server = await startServer();
@@ -400,10 +430,13 @@ Deno.test({
     await using ca = await openClient("node-redis", a.url);
     await using cb = await openClient("node-redis", b.url);
     await using id = new KvId("order", { redis: [ca.redis, cb.redis], block: 10 });
-    const err = await rejectsWith(id.next(), "config", /server 1: AOF is off/);
+    const lossy1 = /server 1: (AOF is off|the write-ahead log is off)/;
+    const err = await rejectsWith(id.next(), "config", lossy1);
     assert.doesNotMatch(err.message, /server 0/);
-    assert.equal(id.stats().durability.settings["0.appendonly"], "yes");
-    assert.equal(id.stats().durability.settings["1.appendonly"], "no");
+    const setting = a.kind === "kvrocks" ? "rocksdb.write_options.disable_wal" : "appendonly";
+    const [on, off] = a.kind === "kvrocks" ? ["no", "yes"] : ["yes", "no"];
+    assert.equal(id.stats().durability.settings[`0.${setting}`], on);
+    assert.equal(id.stats().durability.settings[`1.${setting}`], off);
     await using lossy = new KvId("order", {
       redis: [ca.redis, cb.redis],
       block: 10,
@@ -421,15 +454,19 @@ Deno.test({
     await using client = await openClient("node-redis", server.url);
     const auth = { authorization: "Bearer admin-secret-0123456789" };
     const tokens = "admin-secret-0123456789:*";
+    // What the server says it loses, and its fix: Redis' AOF, Kvrocks' write-ahead log.
+    const kvrocks = server.kind === "kvrocks";
+    const fix = kvrocks ? /disable_wal no/ : /appendonly yes/;
+    const lost = kvrocks ? "the write-ahead log is off" : "AOF is off";
     await t.step("strict: /readyz 503 naming the fix, IDs refused", async () => {
       await using svc = serveService({ redis: client.redis, tokens });
       const ready = await fetch(`${svc.url}/readyz`);
       assert.equal(ready.status, 503);
-      assert.match(await ready.text(), /appendonly yes/);
+      assert.match(await ready.text(), fix);
       const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
       assert.equal(ids.status, 500); // a setup mistake: said in the log, with the fix
       await ids.body?.cancel();
-      assert.ok(svc.logged.some((l) => /appendonly yes/.test(l)), svc.logged.join("\n"));
+      assert.ok(svc.logged.some((l) => fix.test(l)), svc.logged.join("\n"));
       const metrics = await (await fetch(`${svc.url}/metrics`, { headers: auth })).text();
       assert.match(metrics, /kvid_store_durable\{kind="ids",name="order"\} 0/);
       const bad = await fetch(`${svc.url}/v1/ids/%00layout%3Aorder`, {
@@ -456,19 +493,25 @@ Deno.test({
       const cookie = login.headers.get("set-cookie")?.split(";")[0] ?? "";
       await login.body?.cancel();
       const page = await (await fetch(`${svc.url}/`, { headers: { cookie } })).text();
-      assert.match(page, /the store can lose IDs: AOF is off/);
+      assert.ok(page.includes(`the store can lose IDs: ${lost}`), page);
     });
     await t.step(
       "the CLI: kvid durability exits 1 naming the fix; a NUL name exits 1",
       async () => {
         const run = await kvid(["durability", "--url", server.url]);
         assert.equal(run.code, 1, run.stderr);
-        assert.match(run.stdout, /appendonly\tno/);
-        assert.match(run.stdout, /problem: AOF is off/);
+        assert.match(
+          run.stdout,
+          kvrocks ? /rocksdb\.write_options\.disable_wal\tyes/ : /appendonly\tno/,
+        );
+        assert.ok(run.stdout.includes(`problem: ${lost}`), run.stdout);
         // An argument cannot hold NUL (the OS refuses it): main() is called as a caller would.
         assert.equal(await cliMain(["get", "\0layout:order", "--url", server.url]), 1);
-        await command(server.url, "CONFIG", "SET", "appendonly", "yes");
-        const durable = await kvid(["durability", "--url", server.url, "--json"]);
+        // Fixed (Kvrocks' WAL is read from its config file at start: a server with it on).
+        if (!kvrocks) await command(server.url, "CONFIG", "SET", "appendonly", "yes");
+        await using durableServer = kvrocks ? await startServer() : undefined;
+        const fixedUrl = durableServer?.url ?? server.url;
+        const durable = await kvid(["durability", "--url", fixedUrl, "--json"]);
         assert.equal(durable.code, 0, durable.stderr);
         assert.equal(JSON.parse(durable.stdout).durable, true);
       },

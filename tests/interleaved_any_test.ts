@@ -300,7 +300,7 @@ Deno.test({
   const members = [new RedisStore(cl.redis), kv];
   {
     await using id = new KvId("lossy-set", { store: new InterleavedStore(members, { block: 10 }) });
-    await rejectsWith(id.next(), "config", /server 0: .*appendonly yes/);
+    await rejectsWith(id.next(), "config", /server 0: .*(appendonly yes|disable_wal no)/);
   }
   assert.equal(await command(lossy.url, "HGET", "kvid", "lossy-set"), null, "nothing reserved");
   {

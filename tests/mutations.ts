@@ -792,6 +792,30 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "",
     tests: [GUARANTEE],
   },
+  {
+    id: "service/target-rewritten",
+    what: "a target the URL parser would rewrite (dot segments, backslashes) is 400",
+    file: "src/service/host.ts",
+    from: "if (REWRITTEN.test(target)) {",
+    to: "if (false) {",
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "service/open-guard-raw-path",
+    what: "the unauthenticated mode's guard reads the path as the router does",
+    file: "src/service/open_guard.ts",
+    from: 'if (path === "/healthz" || path === "/readyz") return undefined;',
+    to: 'if (["/healthz", "/readyz"].includes(new URL(raw).pathname)) return undefined;',
+    tests: ["tests/security_test.ts"],
+  },
+  {
+    id: "service/segment-past-form",
+    what: "a segment past its name's public form is refused before it is reserved",
+    file: "src/service/segments.ts",
+    from: "if (from + BigInt(count) <= max) return undefined;",
+    to: "return undefined;",
+    tests: [GUARANTEE],
+  },
   // The codec (src/codec/) and the interleaving over any store (src/stores/interleaved/).
   {
     id: "codec/radix-shortest-form",

@@ -184,3 +184,69 @@ Deno.test("OpenAPI: real answers match the document's schemas", async () => {
   });
   await check(segment, "ServiceError", 400);
 });
+
+Deno.test("OpenAPI: each operation documents the guards' 403, 405, 415 and 429 where they happen", async (t) => {
+  using store = new DenoKvStore(":memory:");
+  type Op = { responses: Record<string, unknown> };
+  const ops = async (fetch: (req: Request) => Promise<Response>) =>
+    Object.entries((await documentOf(fetch)).paths as Record<string, Record<string, Op>>)
+      .flatMap(([path, byMethod]) =>
+        Object.entries(byMethod).map(([method, op]) => ({ path, method: method.toUpperCase(), op }))
+      );
+  const probe = (path: string) => path === "/healthz" || path === "/readyz";
+  /** `res`'s status, which must be among `op`'s documented answers. */
+  const documented = async (res: Response, op: Op, what: string) => {
+    await res.body?.cancel();
+    assert.ok(String(res.status) in op.responses, `${what}: ${res.status} is not documented`);
+    return res.status;
+  };
+  /** `requestFor` with its URL's host and the headers replaced. */
+  const variant = (path: string, method: string, host: string, headers: HeadersInit) => {
+    const base = requestFor(path, method);
+    return new Request(base.url.replace("//localhost", `//${host}`), {
+      method,
+      headers,
+      body: method === "GET" || method === "HEAD" ? undefined : base.body,
+    });
+  };
+
+  await t.step("without tokens: another host 403, a GET of IDs 405, text/plain 415", async () => {
+    await using open = createHandler({ store, auth: "none", log: () => {} });
+    for (const { path, method, op } of await ops(open.fetch)) {
+      const what = `${method} ${path}`;
+      const evil = await open.fetch(variant(path, method, "evil.example", {}));
+      assert.equal(await documented(evil, op, `${what}, another host`), probe(path) ? 200 : 403);
+      const counts = /^\/v1\/(ids|daily|segments)\//.test(path) &&
+        !(method === "GET" && path.endsWith("/step"));
+      if (!counts) continue;
+      const typed = await open.fetch(
+        variant(path, method, "localhost", { "content-type": "text/plain" }),
+      );
+      assert.equal(
+        await documented(typed, op, `${what}, text/plain`),
+        method === "GET" ? 405 : 415,
+      );
+    }
+  });
+
+  await t.step(
+    "a peer past its failed authentications: 429 on every route but the probes",
+    async () => {
+      await using service = createHandler({
+        store,
+        tokens: `${TOKEN}:*`,
+        authFailuresPerMinute: 1,
+        log: () => {},
+      });
+      const info = { remoteAddr: { transport: "tcp" as const, hostname: "10.0.0.9", port: 1 } };
+      const wrong = new Request("http://localhost/metrics", {
+        headers: { authorization: "Bearer wrong-token-0123456789" },
+      });
+      assert.equal((await service.fetch(wrong, info)).status, 401);
+      for (const { path, method, op } of await ops(service.fetch)) {
+        const res = await service.fetch(requestFor(path, method), info);
+        assert.equal(await documented(res, op, `${method} ${path}`), probe(path) ? 200 : 429);
+      }
+    },
+  );
+});

@@ -73,28 +73,40 @@ function request(port: number, line: string, headers: string[] = [], body = ""):
 const bearer = (token: string) => `Authorization: Bearer ${token}`;
 const JSON_TYPE = "Content-Type: application/json";
 
-/** The name still serves: the service's IDs, a segment, and a KvId on the same counter, disjoint. */
+/**
+ * The name still serves: the service's IDs, two `HttpStore` clients (the `*` token and the
+ * scoped one; any token without tokens) and a `KvId` on the same counter, each giving back its
+ * unused top on close and the next ones reserving after it, no ID twice.
+ */
 async function stillServing(server: TestServer, url: string, name: string): Promise<void> {
-  const res = await fetch(`${url}/v1/ids/${name}?count=3`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ALL}`, "content-type": "application/json" },
-  });
-  assert.equal(res.status, 200);
-  const fromService = (await res.text()).trim().split("\n").map(BigInt);
-  await using edge = new KvId(name, {
-    store: new HttpStore(url, { token: ALL }),
-    bigint: true,
-    minStep: 5,
-    maxStep: 5,
-  });
-  const fromEdge = await edge.nextBatch(5);
+  const all: bigint[] = [];
+  const fromService = async () => {
+    const res = await fetch(`${url}/v1/ids/${name}?count=3`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALL}`, "content-type": "application/json" },
+    });
+    assert.equal(res.status, 200);
+    all.push(...(await res.text()).trim().split("\n").map(BigInt));
+  };
+  const edge = (token: string) =>
+    new KvId(name, {
+      store: new HttpStore(url, { token }),
+      bigint: true,
+      minStep: 5,
+      maxStep: 5,
+    });
   const client = await createClient({ url: server.url }).connect();
   try {
-    await using direct = new KvId(name, { redis: fromNodeRedis(client), bigint: true });
-    const fromDirect = await direct.nextBatch(5);
-    const all = [...fromService, ...fromEdge, ...fromDirect];
+    await fromService();
+    for (let round = 0; round < 2; round++) {
+      await using first = edge(ALL);
+      await using second = edge(ORDERS);
+      await using direct = new KvId(name, { redis: fromNodeRedis(client), bigint: true });
+      all.push(await first.next(), await second.next(), await direct.next());
+      all.push(...await second.nextBatch(3), ...await first.nextBatch(3));
+      await fromService();
+    }
     assert.equal(new Set(all).size, all.length, `a duplicate among ${all.join(",")}`);
-    await direct.close();
   } finally {
     client.destroy();
   }
@@ -225,6 +237,34 @@ Deno.test("security: the route comes from the request target only (raw TCP)", as
       assert.equal(a.status, 400, `${line}: ${a.body}`);
     }
     assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "an ID was made");
+  });
+
+  await t.step("a path the URL parser would rewrite (dot segments, backslashes): 400", async () => {
+    // A proxy allowing /healthz or /v1/ids/ by prefix passed these on, and the URL parser made
+    // them /v1/ids/order and /v1/segments/order (before: 200, an ID; 400 bad_segment).
+    for (
+      const target of [
+        "/healthz/../v1/ids/order",
+        "/healthz/%2e%2e/v1/ids/order",
+        "/healthz/.%2E/v1/ids/order",
+        "/healthz\\..\\v1\\ids\\order",
+        "/v1/ids/x\\..\\..\\segments\\order",
+        "/v1/ids/./order",
+        "/v1/ids/order/..",
+        "/healthz#/../v1/ids/order",
+        `http://127.0.0.1:${p}/healthz/../v1/ids/order`,
+      ]
+    ) {
+      const a = await raw(p, request(p, `POST ${target}`, [bearer(ALL)], "{}"));
+      assert.equal(a.status, 400, `${target}: ${a.body}`);
+      assert.match(a.body, /bad_request/, target);
+    }
+    assert.equal(await command(server.url, "HGET", "kvid", "order"), null, "an ID was made");
+    // What stays: a name holding dots, percent-encoded slashes and backslashes.
+    for (const name of ["a..b", "...", "a%2Fb", "a%5Cb", "v1.2"]) {
+      const a = await raw(p, request(p, `POST /v1/ids/${name}`, [bearer(ALL)]));
+      assert.equal(a.status, 200, `${name}: ${a.body}`);
+    }
   });
 
   await t.step("behind Deno.serve (which pastes the Host in front of the path): 400", async () => {
@@ -367,6 +407,32 @@ Deno.test("security: the unauthenticated mode answers no request a web page can 
     assert.equal(await counters(), before, "a counter changed");
   });
 
+  await t.step("behind Deno.serve: the guard reads the path as the router does", async () => {
+    // Deno.serve hands the target on as sent; the guard read it through new URL(), which made
+    // /v1/ids/x\..\..\..\healthz the probe path /healthz and skipped every check (before: 200,
+    // 3 IDs for evil.example). Browsers send no raw backslash; a local program might.
+    const client = await createClient({ url: server.url }).connect();
+    const service = createHandler({ redis: fromNodeRedis(client), auth: "none", log() {} });
+    const d = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, service.fetch);
+    try {
+      const dp = d.addr.port;
+      for (
+        const target of [
+          "GET /v1/ids/x\\..\\..\\..\\healthz?count=3",
+          "GET /v1/ids/x\\..\\..\\..\\readyz",
+        ]
+      ) {
+        const a = await raw(dp, request(dp, target, [`Host: evil.example:${dp}`, evil]));
+        assert.equal(a.status, 403, `${target}: ${a.body}`);
+      }
+      assert.equal(await counters(), before, "a counter changed");
+    } finally {
+      await d.shutdown();
+      await service.close();
+      client.destroy();
+    }
+  });
+
   await t.step(
     "honest clients: POST with JSON or no body, HttpStore, an allowed host",
     async () => {
@@ -402,8 +468,20 @@ Deno.test("security: the unauthenticated mode answers no request a web page can 
 Deno.test("security: failed authentication is limited per peer (429, Retry-After, counted)", async (t) => {
   await using server = await startServer();
   await using s = await serve(server, { tokens: TOKENS });
-  const ask = (token: string, path = "/v1/ids/order") =>
-    fetch(`${s.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+  // Each request claims another client address: a header any client can send, never the peer.
+  let n = 0;
+  const ask = (token: string, path = "/v1/ids/order") => {
+    const ip = `10.0.${n >> 8}.${n++ & 255}`;
+    return fetch(`${s.url}${path}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "x-forwarded-for": ip,
+        "x-real-ip": ip,
+        forwarded: `for=${ip}`,
+      },
+    });
+  };
 
   await t.step("10 failures a minute are 401; then 429 until the minute is over", async () => {
     for (let i = 0; i < 10; i++) {

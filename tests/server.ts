@@ -4,10 +4,12 @@
  * If the environment variable named by {@linkcode ServerOptions.urlEnv}
  * (default `KVID_TEST_URL`) is set, that server is used as-is. Otherwise a
  * throwaway server is started on a free 127.0.0.1 port with its own temporary
- * data directory: the binary `KVID_TEST_SERVER` names (`redis-server` or
- * `valkey-server`; CI runs the server-facing tests once with each), else
- * `kvrocks` when on PATH, else `redis-server`. A named binary that cannot be
- * started fails the test, never skips it.
+ * data directory: the binary `KVID_TEST_SERVER` names (`redis-server`,
+ * `valkey-server` or `kvrocks`; CI runs the server-facing tests once with each),
+ * else `kvrocks` when on PATH, else `redis-server`. `kvrocks` is taken from PATH,
+ * else from `../shared/bin/kvrocks` beside the repository
+ * ({@linkcode kvrocksBinary}). A named binary that cannot be started fails the
+ * test, never skips it.
  *
  * @module
  */
@@ -19,13 +21,17 @@ export interface ServerOptions {
    * (redis: `appendonly yes` + `appendfsync always`; kvrocks:
    * `rocksdb.write_options.sync yes`) so data survives `kill()` + `restart()`.
    * `"none"` (the default) still runs Redis and Valkey with `appendonly yes`
-   * (`appendfsync everysec`), as the library wants, but `restart()` wipes the
-   * data directory: the server comes back empty. `"snapshots"`: Redis and
-   * Valkey with `appendonly no` (and no `save` schedule unless set with
-   * `CONFIG SET save`): what a generator's default (`durability: "strict"`)
-   * refuses; `restart()` keeps the data directory, so it loads a `SAVE`d dump.
+   * (`appendfsync everysec`) and Kvrocks with its write-ahead log (`sync no`),
+   * as the library wants, but `restart()` wipes the data directory: the server
+   * comes back empty. `"snapshots"`: Redis and Valkey with `appendonly no` (and
+   * no `save` schedule unless set with `CONFIG SET save`), Kvrocks with
+   * `rocksdb.write_options.disable_wal yes`: what a generator's default
+   * (`durability: "strict"`) refuses; `restart()` keeps the data directory, so
+   * it loads a `SAVE`d dump (Kvrocks: what RocksDB flushed). `"everysec"`: as
+   * `"none"` (the servers' durable defaults: `appendfsync everysec`, Kvrocks
+   * `sync no`), but `restart()` keeps the data.
    */
-  persistence?: "none" | "snapshots" | "aof";
+  persistence?: "none" | "snapshots" | "everysec" | "aof";
   /** Password required by the server (`requirepass`). */
   password?: string;
   /** Fixed port to listen on. Defaults to a free port chosen at start. */
@@ -45,6 +51,16 @@ export interface ServerOptions {
    * `EVALSHA`): calling one gets `unknown command`.
    */
   disable?: string[];
+  /**
+   * The binary to start, whatever `KVID_TEST_SERVER` says and even when the `urlEnv` variable
+   * names a server (bench/report.ts runs its side-by-side groups on each).
+   */
+  server?: "redis-server" | "valkey-server" | "kvrocks";
+  /**
+   * More lines of a Kvrocks server's configuration file (e.g. `namespace.a token-a`), after
+   * the harness's own; ignored by Redis and Valkey.
+   */
+  kvrocksConfig?: string[];
 }
 
 /** Options for {@linkcode TestServer.stop}. */
@@ -86,10 +102,74 @@ export interface TestServer extends AsyncDisposable {
 /** Which server binary a local {@linkcode TestServer} runs. */
 export type ServerKind = "redis" | "valkey" | "kvrocks";
 
+/** The server kinds `KVID_TEST_SERVER` may name, by binary. */
+const NAMED: Record<string, ServerKind> = {
+  "redis-server": "redis",
+  "valkey-server": "valkey",
+  kvrocks: "kvrocks",
+};
+
+/** The kind `KVID_TEST_SERVER` names, or undefined when unset. */
+function namedKind(): ServerKind | undefined {
+  const named = Deno.env.get("KVID_TEST_SERVER");
+  if (named === undefined || named === "") return undefined;
+  const kind = NAMED[named];
+  if (kind === undefined) {
+    throw new Error(
+      `KVID_TEST_SERVER must be redis-server, valkey-server or kvrocks, got ${named}`,
+    );
+  }
+  return kind;
+}
+
+/**
+ * True when `KVID_TEST_SERVER=kvrocks`: the pass that runs the server-facing tests on Kvrocks.
+ * Tests that need what Kvrocks lacks (Sentinel, Cluster, `WAIT`, `WAITAOF`, Redis' `CONFIG`
+ * settings) are ignored there by name ({@linkcode redisOnly}).
+ */
+export const KVROCKS_PASS: boolean = Deno.env.get("KVID_TEST_SERVER") === "kvrocks";
+
+/**
+ * The `name` and `ignore` of a test that needs a Redis or Valkey server (`why`: what Kvrocks
+ * lacks): ignored in the Kvrocks pass, its name then saying why.
+ *
+ * @example
+ * ```ts
+ * Deno.test({ ...redisOnly("appendonly no is refused", "no AOF"), fn() {} });
+ * ```
+ */
+export function redisOnly(name: string, why: string): { name: string; ignore: boolean } {
+  return KVROCKS_PASS
+    ? { name: `${name} (ignored on kvrocks: ${why})`, ignore: true }
+    : { name, ignore: false };
+}
+
+/**
+ * The Kvrocks binary: `kvrocks` on PATH, else `../shared/bin/kvrocks` beside the repository
+ * (relative to its root), else undefined.
+ *
+ * @example
+ * ```ts
+ * const bin = await kvrocksBinary(); // e.g. "/usr/local/bin/kvrocks", or undefined
+ * ```
+ */
+export async function kvrocksBinary(): Promise<string | undefined> {
+  const onPath = await findOnPath("kvrocks");
+  if (onPath !== undefined) return onPath;
+  const beside = new URL("../../shared/bin/kvrocks", import.meta.url).pathname;
+  try {
+    const info = await Deno.stat(beside);
+    if (info.isFile && (info.mode === null || (info.mode & 0o111) !== 0)) return beside;
+  } catch {
+    // not there
+  }
+  return undefined;
+}
+
 /**
  * The Redis-compatible binary the tests start where they start one directly (replicas,
  * Sentinel, Cluster, fault staging): `KVID_TEST_SERVER` (`redis-server` or `valkey-server`),
- * `redis-server` by default.
+ * `redis-server` by default (and in the Kvrocks pass, whose tests of those are ignored).
  *
  * @example
  * ```ts
@@ -97,10 +177,7 @@ export type ServerKind = "redis" | "valkey" | "kvrocks";
  * ```
  */
 export function redisBinary(): "redis-server" | "valkey-server" {
-  const named = Deno.env.get("KVID_TEST_SERVER");
-  if (named === undefined || named === "") return "redis-server";
-  if (named === "redis-server" || named === "valkey-server") return named;
-  throw new Error(`KVID_TEST_SERVER must be redis-server or valkey-server, got ${named}`);
+  return namedKind() === "valkey" ? "valkey-server" : "redis-server";
 }
 
 /**
@@ -108,7 +185,7 @@ export function redisBinary(): "redis-server" | "valkey-server" {
  * nobody asked for it. A binary named in `KVID_TEST_SERVER` is never skipped: missing, it fails.
  */
 export function redisBinaryMissing(): boolean {
-  if (Deno.env.get("KVID_TEST_SERVER")) return false;
+  if (namedKind() !== undefined) return false;
   try {
     return !new Deno.Command(redisBinary(), { args: ["--version"], stdout: "null", stderr: "null" })
       .outputSync().success;
@@ -118,10 +195,7 @@ export function redisBinaryMissing(): boolean {
 }
 
 async function localKind(): Promise<ServerKind> {
-  if (Deno.env.get("KVID_TEST_SERVER")) {
-    return redisBinary() === "valkey-server" ? "valkey" : "redis";
-  }
-  return (await findOnPath("kvrocks")) ? "kvrocks" : "redis";
+  return namedKind() ?? ((await findOnPath("kvrocks")) ? "kvrocks" : "redis");
 }
 
 const READY_TIMEOUT_MS = 10_000;
@@ -141,10 +215,10 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<TestServer> {
   const envName = options.urlEnv ?? "KVID_TEST_URL";
-  const external = Deno.env.get(envName);
+  const external = options.server === undefined ? Deno.env.get(envName) : undefined;
   if (external) return await connectExternal(external, envName);
 
-  const kind = await localKind();
+  const kind = options.server === undefined ? await localKind() : NAMED[options.server];
   const host = "127.0.0.1";
   // A port picked here is free when picked, not when the server binds it: another process may
   // take it in between. Then start again on another one (a fixed port is tried once).
@@ -339,6 +413,15 @@ class LocalServer implements TestServer {
       for (const name of this.#options.disable ?? []) args.push("--rename-command", name, "");
       return { bin: this.kind === "valkey" ? "valkey-server" : "redis-server", args };
     }
+    const bin = await kvrocksBinary();
+    if (bin === undefined) {
+      throw new Error(
+        "kvrocks is neither on PATH nor at ../shared/bin/kvrocks beside the repository: get a release binary (https://github.com/apache/kvrocks/releases) or the Docker image apache/kvrocks",
+      );
+    }
+    // The data (RocksDB's files) in db/ under the temp dir, the config beside it; Kvrocks
+    // writes each command to its write-ahead log before replying, what `appendonly yes` is
+    // to Redis ("snapshots" turns it off: what the library refuses).
     const lines = [
       `bind ${this.host}`,
       `port ${this.port}`,
@@ -346,13 +429,17 @@ class LocalServer implements TestServer {
       `pidfile ${this.dataDir}/kvrocks.pid`,
       "daemonize no",
       "log-dir stdout",
+      "log-level warning",
+      "workers 4",
+      `rocksdb.write_options.sync ${persistence === "aof" ? "yes" : "no"}`,
+      `rocksdb.write_options.disable_wal ${persistence === "snapshots" ? "yes" : "no"}`,
     ];
-    if (persistence === "aof") lines.push("rocksdb.write_options.sync yes");
     if (password !== undefined) lines.push(`requirepass ${password}`);
     for (const name of this.#options.disable ?? []) lines.push(`rename-command ${name} ""`);
+    lines.push(...this.#options.kvrocksConfig ?? []);
     const conf = `${this.dataDir}/kvrocks.conf`;
     await Deno.writeTextFile(conf, lines.join("\n") + "\n");
-    return { bin: "kvrocks", args: ["-c", conf] };
+    return { bin, args: ["-c", conf] };
   }
 
   async #waitReady(): Promise<void> {

@@ -29,7 +29,17 @@ const SCOPED = "guarantee-scoped-0123456789";
 /** The attacker's, scoped to the same names. */
 const ATTACKER = "guarantee-attacker-0123456789";
 const PROPERTY_NAMES = Array.from({ length: 40 }, (_, i) => `p${i}`);
-const NAMES = ["order", "invoice", "lowered", "full", "small", "raised", "floored", "restart"];
+const NAMES = [
+  "order",
+  "invoice",
+  "lowered",
+  "full",
+  "small",
+  "tiny",
+  "raised",
+  "floored",
+  "restart",
+];
 const SCOPE = [...NAMES, ...PROPERTY_NAMES].join("|");
 const TOKENS = `${ADMIN}:admin=*,${EDGE}:*,${SCOPED}:${SCOPE},${ATTACKER}:${SCOPE}`;
 const MAX_ID = (1n << 63n) - 1n;
@@ -145,7 +155,7 @@ Deno.test("service guarantee: each attack on segments is refused; no ID twice, e
   await using s = serveService({
     redis: client.redis,
     tokens: TOKENS,
-    codecs: parseForms("small=decimal:6"),
+    codecs: parseForms("small=decimal:6,tiny=decimal:3"),
   });
   const url = s.url;
 
@@ -342,6 +352,34 @@ Deno.test("service guarantee: each attack on segments is refused; no ID twice, e
     assertAnswer(await ask(url, "POST", "/v1/segments/full", { count: 1 }), 409, "overflow");
     await using direct = new KvId("full", { redis: client.redis, bigint: true });
     await assert.rejects(direct.next(), { code: "overflow" });
+  });
+
+  await t.step("a segment past its form's domain: 409 domain before reserving", async () => {
+    // tiny=decimal:3 encodes 0..999: a segment reaching 1000 would waste the domain's tail.
+    assertAnswer(await ask(url, "POST", "/v1/segments/tiny", { count: 1000 }), 409, "domain");
+    assertAnswer(await ask(url, "POST", "/v1/segments/tiny", { count: 1000 }, EDGE), 409, "domain");
+    assert.equal(await counter(server.url, "tiny"), 0n);
+    const seg = await ask(url, "POST", "/v1/segments/tiny", { count: 500 });
+    assertAnswer(seg, 200);
+    assert.deepEqual(seg.body.ranges, [{ first: "1", last: "500" }]);
+    assertAnswer(await ask(url, "POST", "/v1/segments/tiny", { count: 500 }), 409, "domain");
+    assertAnswer(
+      await ask(url, "POST", "/v1/segments/tiny", { count: 500, guard: false }),
+      409,
+      "domain",
+    );
+    // A raise within the bound but past the form is refused the same way, before it is made.
+    assertAnswer(
+      await ask(url, "POST", "/v1/segments/tiny", { count: 10, floor: "995" }),
+      409,
+      "domain",
+    );
+    assert.equal(await counter(server.url, "tiny"), 500n);
+    assertAnswer(await ask(url, "POST", "/v1/segments/tiny", { count: 1, floor: "990" }), 200);
+    // The rest of the domain still serves.
+    const ids = await ask(url, "POST", "/v1/ids/tiny?count=3", undefined, EDGE);
+    assertAnswer(ids, 200);
+    for (const id of ids.body.ids) assert.ok(BigInt(id) > 991n && BigInt(id) <= 999n, id);
   });
 
   await t.step("a counter past its form's domain answers 409 domain, never 500", async () => {

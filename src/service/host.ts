@@ -40,6 +40,14 @@ export function isLoopbackHost(host: string): boolean {
   return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
+/**
+ * A target the URL parser would turn into another path: a dot segment (`.`, `..`, also as
+ * `%2e`) or a backslash (read as `/`) in the path, or a fragment (dropped). A proxy that allows
+ * or blocks by path sees the target as sent (`/healthz/../v1/ids/order`,
+ * `/v1/ids/x\..\..\segments\order`); the route would be the rewritten one.
+ */
+const REWRITTEN = /^[^?]*(?:\\|\/(?:\.|%2e){1,2}(?:[/?]|$))|#/i;
+
 /** The outcome of reading a request's target: the URL to route, or the reason for a 400. */
 export type TargetUrl = { url: string } | { bad: string };
 
@@ -56,6 +64,9 @@ export function targetUrl(
   fallback: string,
   port: number,
 ): TargetUrl {
+  if (REWRITTEN.test(target)) {
+    return { bad: "the target's path has a dot segment, a backslash or a fragment" };
+  }
   if (target.startsWith("/")) {
     if (host === null) {
       return http10 ? { url: `http://${fallback}${target}` } : { bad: "HTTP/1.1 needs a Host" };

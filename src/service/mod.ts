@@ -152,6 +152,7 @@ export function createHandler(options: ServiceOptions): IdService {
     maxSegment: config.maxSegment,
     log,
     holderOf: holderOf(config.auth),
+    codecs: config.codecs,
   });
   const ready = readiness({ store, durability, probe: config.ready, generators });
   const http: HttpCounters = { responses: new Map(), inFlight: 0 };

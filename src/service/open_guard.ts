@@ -37,11 +37,15 @@ export function openGuard(
 ): (req: Request) => Response | undefined {
   const refuse = (why: string) => errorResponse(403, "forbidden", why);
   return (req) => {
-    const url = new URL(req.url);
-    let path = url.pathname;
+    const raw = req.url;
+    // The path as the router cuts it, not new URL()'s, which resolves dot segments and reads
+    // each backslash as a slash: an ID path could pass here as a probe's path.
+    const start = raw.indexOf("/", raw.indexOf("//") + 2);
+    const end = raw.slice(start).search(/[?#]/);
+    let path = start < 0 ? "/" : end < 0 ? raw.slice(start) : raw.slice(start, start + end);
     if (basePath !== "" && path.startsWith(basePath)) path = path.slice(basePath.length) || "/";
     if (path === "/healthz" || path === "/readyz") return undefined;
-    const host = req.headers.get("host") ?? url.host;
+    const host = req.headers.get("host") ?? new URL(raw).host;
     if (!validHost(host)) return errorResponse(400, "bad_request", "the Host is not host[:port]");
     const name = hostName(host);
     if (!isLoopbackHost(name) && !allowedHosts.has(name)) {

@@ -113,6 +113,52 @@ const segmentErrors = {
   ...STORE_ERRORS,
 };
 
+/**
+ * The answers of the service's guards, added to each operation where they happen: a peer past
+ * its failed authentications (429, every route but the probes), and without tokens
+ * (`KVID_AUTH=none`) a request of another origin or host (403), an ID or counter request by
+ * another method (405) or with a body of another type (415).
+ */
+function withGuards(paths: Record<string, Record<string, Record<string, unknown>>>): void {
+  const add = (op: Record<string, unknown>, status: string, description: string) => {
+    const responses = op.responses as Record<string, { description: string }>;
+    const had = responses[status];
+    responses[status] = had === undefined
+      ? error(description)
+      : { ...had, description: `${had.description} ${description}` };
+  };
+  for (const [path, ops] of Object.entries(paths)) {
+    if (path === "/healthz" || path === "/readyz") continue; // answered to anyone
+    const counts = path.startsWith("/v1/ids/") || path.startsWith("/v1/daily/") ||
+      path.startsWith("/v1/segments/");
+    for (const [method, op] of Object.entries(ops)) {
+      add(
+        op,
+        "429",
+        "`too_many_failures` (with `Retry-After`): this address failed authentication too " +
+          "often this minute (`KVID_AUTH_LIMIT`).",
+      );
+      add(
+        op,
+        "403",
+        "Without tokens (`KVID_AUTH=none`): a request of another origin (`Origin`, " +
+          "`Sec-Fetch-Site`) or a `Host` that is neither loopback nor allowed.",
+      );
+      if (!counts || (method === "get" && path.endsWith("/step"))) continue;
+      if (method === "get") {
+        add(op, "405", "Without tokens, IDs are taken with POST (`Allow: POST`).");
+        continue;
+      }
+      add(
+        op,
+        "415",
+        "`unsupported_media_type`, without tokens: a body whose type is not " +
+          "`application/json`.",
+      );
+    }
+  }
+}
+
 const text = (description: string) => ({
   description,
   content: { "text/plain": { schema: { type: "string" } } },
@@ -144,7 +190,10 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
             description: "The reserved ranges, and the receipt a release of them shows.",
             content: json(ref("SegmentResponse")),
           },
-          "409": error("`overflow`: the counter would pass 2^63-1."),
+          "409": error(
+            "`overflow`: the counter would pass 2^63-1; `domain`: the segment would pass the " +
+              "largest ID of the name's public form (a token that is not administrative).",
+          ),
           ...segmentErrors,
           "403": error(
             "The token's names do not include this one, or a raise past the counter plus one " +
@@ -290,6 +339,7 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
       },
     },
   };
+  withGuards(paths as Record<string, Record<string, Record<string, unknown>>>);
   return {
     openapi: "3.1.0",
     info: {

@@ -7,6 +7,7 @@
  */
 
 import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types.ts";
+import type { Codec } from "../codec/codec.ts";
 import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { type AnyStore, MAX_ID, type Reservation } from "../contract/store.ts";
@@ -59,6 +60,8 @@ export interface SegmentRoutesOptions {
   log: (line: string) => void;
   /** What a request's token may do, and which token it is. */
   holderOf: HolderOf;
+  /** Public forms by name (`KVID_FORMATS`): a segment past a form's largest ID is refused. */
+  codecs?: ReadonlyMap<string, Codec<string>>;
 }
 
 /** The segment endpoints of one service, and their counters. */
@@ -68,6 +71,7 @@ export class SegmentRoutes {
   readonly #maxSegment: number;
   readonly #log: (line: string) => void;
   readonly #holderOf: HolderOf;
+  readonly #codecs: ReadonlyMap<string, Codec<string>> | undefined;
   readonly #served = new CappedCounts();
   readonly #failed = new CappedCounts();
   readonly #receipts = new Receipts();
@@ -81,6 +85,7 @@ export class SegmentRoutes {
     this.#maxSegment = options.maxSegment;
     this.#log = options.log;
     this.#holderOf = options.holderOf;
+    this.#codecs = options.codecs;
   }
 
   /**
@@ -174,6 +179,14 @@ export class SegmentRoutes {
           if (guard && !holder.admin) {
             const refused = await this.#raiseRefused(name, raiseTo);
             if (refused !== undefined) return refused;
+          }
+          const form = holder.admin ? undefined : this.#codecs?.get(name);
+          if (form !== undefined) {
+            const past = await this.#pastForm(name, form.max, count as number, {
+              floor: guard ? floor : 0n,
+              raiseTo,
+            });
+            if (past !== undefined) return past;
           }
           reservation = await this.#bounded(
             this.#store.reserve(SEGMENT_KEY, name, count as number, {
@@ -293,6 +306,37 @@ export class SegmentRoutes {
       "forbidden",
       `raising the counter to ${raiseTo} needs an administrative token: this token may raise ` +
         `it to ${high + most} at most (its value ${high} plus one maximum segment)`,
+    );
+  }
+
+  /**
+   * Why a reservation of `count` IDs of counter `name` (raised to `raiseTo` when it is below
+   * `floor`) by a token that is not administrative is refused (409 `domain`): its top would pass
+   * `max`, the largest ID of the name's public form. Refused before it is made, so the form's
+   * last IDs stay for `/v1/ids` instead of going to a segment mostly past them. Read from the
+   * store where it can say (else what this instance saw); reservations at the same moment may
+   * each pass on the same reading.
+   */
+  async #pastForm(
+    name: string,
+    max: bigint,
+    count: number,
+    { floor, raiseTo }: { floor: bigint; raiseTo: bigint },
+  ): Promise<Response | undefined> {
+    let value = this.#highs.get(name) ?? 0n;
+    if (this.#store.counters !== undefined) {
+      const found = (await this.#bounded(this.#store.counters(SEGMENT_KEY, { names: [name] })))
+        .get(name);
+      if (found === undefined) value = 0n;
+      else if (found.layout === undefined) value = found.value;
+    }
+    const from = value < floor ? raiseTo : value;
+    if (from + BigInt(count) <= max) return undefined;
+    return errorResponse(
+      409,
+      "domain",
+      `a segment of ${count} IDs from ${from} would pass ${max}, the largest ID this name's ` +
+        "public form (KVID_FORMATS) encodes",
     );
   }
 

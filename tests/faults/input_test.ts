@@ -18,12 +18,14 @@ const HOSTILE_NAMES = [
   "]]..redis.call('FLUSHALL')..[[",
   "'); redis.call('DEL', KEYS[1]) --",
   '" .. ARGV[1] .. "',
-  "\r\n*1\r\n$8\r\nFLUSHALL\r\n",
+  "*1 $8 FLUSHALL",
   "%d+ %s $1 \\ \\0 ${x}",
-  "nul\u0000byte",
   "x".repeat(1024),
   "é".repeat(2048), // 4,096 UTF-8 bytes: the longest allowed
 ];
+
+/** Names with control characters: refused at construction by the one name rule (issue 33). */
+const CONTROL_NAMES = ["\r\n*1\r\n$8\r\nFLUSHALL\r\n", "nul\u0000byte", "\u0000step:order"];
 
 /** Counters that must survive everything the tests do. */
 const SENTINELS: Record<string, string> = { order: "41", "user id": "7", "订单": "12345" };
@@ -49,6 +51,14 @@ for (const kind of CLIENTS) {
       await using server = await startServer();
       await using client = await openClient(kind, server.url);
       await plant(server);
+
+      await t.step("names with control characters are refused before any command", () => {
+        const rec = new Recorder(client.redis);
+        for (const name of CONTROL_NAMES) {
+          assert.throws(() => new KvId(name, { redis: rec }), TypeError, JSON.stringify(name));
+        }
+        assert.equal(rec.calls.length, 0);
+      });
 
       for (const guard of [true, false]) {
         await t.step(`hostile names are stored verbatim as fields (guard ${guard})`, async () => {

@@ -8,16 +8,24 @@
 import type { StoreDurability } from "../../contract/store.ts";
 import type { RedisDurabilityOptions as DurabilityOptions } from "./store_options.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
+import { KVROCKS_DISABLE_WAL } from "./scripts.ts";
 import { knownWithoutWaitAof } from "./confirm.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 
 // One round trip (with the CONFIG GETs sent at the same time), routed by the counter's key on
 // a cluster: the server's identity, its persistence, memory and replication settings, and the
-// hash's TTL.
-const PROBE_SCRIPT = new LuaScript(`return {redis.call('INFO', 'server'),
-  redis.call('INFO', 'persistence'), redis.call('INFO', 'memory'), redis.call('PTTL', KEYS[1]),
-  redis.call('INFO', 'replication')}`);
+// hash's TTL; on Kvrocks (which runs CONFIG in scripts, as Redis does not) also whether its
+// write-ahead log is off, as a `name:value` line: a client without sendCommand cannot ask it
+// otherwise.
+const PROBE_SCRIPT = new LuaScript(`local server = redis.call('INFO', 'server')
+local wal = ''
+if string.find(server, '\\nkvrocks_version:', 1, true) then
+  local r = redis.pcall('CONFIG', 'GET', '${KVROCKS_DISABLE_WAL}')
+  if type(r) == 'table' and r[2] then wal = '${KVROCKS_DISABLE_WAL}:' .. r[2] end
+end
+return {server, redis.call('INFO', 'persistence'), redis.call('INFO', 'memory'),
+  redis.call('PTTL', KEYS[1]), redis.call('INFO', 'replication'), wal}`);
 
 /** `key:value` lines of an `INFO` reply. */
 function parseInfo(text: string): Map<string, string> {
@@ -98,8 +106,8 @@ export async function info(client: RedisClient, key: string): Promise<InfoRead> 
   const unknown = (error: string) => ({ info: new Map<string, string>(), ttl: undefined, error });
   try {
     const reply = await PROBE_SCRIPT.run(client, [key], []);
-    if (!Array.isArray(reply) || reply.length !== 5) return unknown("unexpected probe reply");
-    const text = [...reply.slice(0, 3), reply[4]].map(asText).join("\n");
+    if (!Array.isArray(reply) || reply.length !== 6) return unknown("unexpected probe reply");
+    const text = [...reply.slice(0, 3), reply[4], reply[5]].map(asText).join("\n");
     return { info: parseInfo(text), ttl: Number(asText(reply[3])) };
   } catch (err) {
     const why = unknownOrThrow(err, key);
@@ -108,7 +116,13 @@ export async function info(client: RedisClient, key: string): Promise<InfoRead> 
   const send = client.sendCommand;
   try {
     const [text, ttl] = await Promise.all([send("INFO", []), send("PTTL", [key])]);
-    return { info: parseInfo(asText(text)), ttl: Number(asText(ttl)) };
+    const facts = parseInfo(asText(text));
+    if (facts.has("kvrocks_version")) {
+      // Without scripting the write-ahead log is asked apart (Redis has no such setting).
+      const wal = await config(client, KVROCKS_DISABLE_WAL);
+      if (wal !== "unknown") facts.set(KVROCKS_DISABLE_WAL, wal);
+    }
+    return { info: facts, ttl: Number(asText(ttl)) };
   } catch (err) {
     return unknown(unknownOrThrow(err, key));
   }
@@ -182,8 +196,9 @@ function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRe
 
 /**
  * The three `CONFIG GET`s of a read (appendfsync, save, rocksdb.write_options.sync), each
- * `"unknown"` when refused. None changes whether a server is refused (only `INFO`'s facts do):
- * they name settings in the report and its messages.
+ * `"unknown"` when refused. None changes whether a server is refused (only `INFO`'s facts and,
+ * on Kvrocks, the scripts' own read of `rocksdb.write_options.disable_wal` do): they name
+ * settings in the report and its messages.
  */
 export function readConfigs(
   client: RedisClient,
@@ -253,7 +268,20 @@ export function durabilityOf(
   if (kvrocks !== undefined) {
     // Kvrocks writes each command to RocksDB's WAL before it replies: a crash of the process
     // loses nothing; `sync yes` also fsyncs it (a machine crash or power cut loses nothing).
+    // With the WAL off, a write lives in RocksDB's memtable until a flush (64 MB of writes by
+    // default: a counters hash may never fill it), so a crash loses every reservation since.
+    const wal = setting(KVROCKS_DISABLE_WAL, read.info.get(KVROCKS_DISABLE_WAL));
     setting("rocksdb.write_options.sync", sync);
+    // Replicas cannot cover it: Kvrocks replicates from the WAL, so they never see those writes.
+    if (wal === "yes") {
+      problems.push(
+        `the write-ahead log is off (${KVROCKS_DISABLE_WAL} yes): a crash of the server (kill -9, OOM, power cut) loses every reservation since RocksDB last flushed its memtable, which a counters hash may never fill, and fresh generators re-issue those IDs; set ${KVROCKS_DISABLE_WAL} no in kvrocks.conf and restart it (it cannot be set at run time)`,
+      );
+    } else if (wal !== "no") {
+      problems.push(
+        `the server will not say whether its write-ahead log is on (CONFIG GET ${KVROCKS_DISABLE_WAL} refused: Kvrocks lets only its admin run CONFIG, not a namespace token); if it is (${KVROCKS_DISABLE_WAL} no, the default), state it: serverSettings: { "${KVROCKS_DISABLE_WAL}": "no" }`,
+      );
+    }
   } else {
     const aof = i.get("aof_enabled");
     const appendonly = setting("appendonly", aof === "1" ? "yes" : aof === "0" ? "no" : undefined);

@@ -52,7 +52,7 @@ export async function firstReservation(
   const bit = (on: boolean) => on ? "1" : "0";
   const flags = bit(options.loadStep === true) + bit(options.pool === true) +
     bit(asked.mode === "best-effort" || (asked.replicas ?? 0) > 0) +
-    bit(stated.appendonly === "yes") +
+    bit(stated.appendonly === "yes") + bit(asked.mode === "best-effort") +
     (stated.maxmemory_policy ?? "");
   // Six arguments (see FIRST_RESERVE_SCRIPT): the step and pool fields are named by the script.
   const args = [field, n, floor, raiseTo, most, flags];

@@ -89,6 +89,9 @@ export const RESERVE_SCRIPT: LuaScript = new LuaScript(
   LUA_BELOW + "local args = ARGV\n" + RESERVE_BODY,
 );
 
+/** Kvrocks' setting that turns its write-ahead log off (set in its config file only). */
+export const KVROCKS_DISABLE_WAL = "rocksdb.write_options.disable_wal";
+
 /** The `INFO` fields the durability read uses (`durability_probe.ts`), by section. */
 export const DURABILITY_FACTS = {
   server: ["redis_version", "valkey_version", "kvrocks_version"],
@@ -99,14 +102,16 @@ export const DURABILITY_FACTS = {
 
 // A generator's first reservation and the server's durability in one call (one round trip,
 // with the CONFIG GETs a script cannot send pipelined beside it): reads the DURABILITY_FACTS
-// from INFO server, persistence and memory and the hash's PTTL, and reserves as RESERVE_SCRIPT
-// only when what it read is served: Kvrocks, or no allkeys-* eviction policy and AOF on (or AOF
-// off or unknown accepted). Otherwise the counter is not touched: the client judges the facts
+// from INFO server, persistence and memory and the hash's PTTL (on Kvrocks also CONFIG GET
+// rocksdb.write_options.disable_wal, which Kvrocks runs in scripts and Redis does not), and
+// reserves as RESERVE_SCRIPT only when what it read is served: Kvrocks with its write-ahead log
+// on (or off or unknown accepted), or no allkeys-* eviction policy and AOF on (or AOF off or
+// unknown accepted). Otherwise the counter is not touched: the client judges the facts
 // (durability_probe.ts) and refuses, or reserves in a second call. ARGV: 1 field, 2 count,
 // 3 floor, 4 raise-to, 5 the most IDs the remembered step may raise the count to, 6 flags: '1'
 // or '0' for read the remembered step, take from the pool, AOF off or unknown accepted (under
-// "best-effort" or with replicas), serverSettings states appendonly yes; then a stated
-// maxmemory_policy, if any. Six arguments, not RESERVE_SCRIPT's seven: a server refuses a
+// "best-effort" or with replicas), serverSettings states appendonly yes, loss accepted
+// ("best-effort": Kvrocks' WAL off); then a stated maxmemory_policy, if any. Six arguments, not RESERVE_SCRIPT's seven: a server refuses a
 // command of more than 10 parts from a client that has not authenticated by closing the
 // connection (the retries then hid the NOAUTH until the timeout); with 10 it answers NOAUTH.
 // Replies RESERVE_SCRIPT's reply (or {false, 0, 0, false, false, 0} when it did not reserve),
@@ -135,8 +140,14 @@ for _, section in ipairs({${
 end
 local pttl = redis.call('PTTL', KEYS[1])
 local served = true
-if not found['kvrocks_version'] then
-  local policy = found['maxmemory_policy'] or string.sub(flags, 5)
+if found['kvrocks_version'] then
+  local wal = redis.pcall('CONFIG', 'GET', '${KVROCKS_DISABLE_WAL}')
+  if type(wal) == 'table' and wal[2] then
+    table.insert(facts, '${KVROCKS_DISABLE_WAL}:' .. wal[2])
+    if wal[2] ~= 'no' and not on(5) then served = false end
+  elseif not on(5) then served = false end
+else
+  local policy = found['maxmemory_policy'] or string.sub(flags, 6)
   if string.sub(policy, 1, 8) == 'allkeys-' then served = false end
   local aof = found['aof_enabled']
   if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end
