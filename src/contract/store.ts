@@ -329,7 +329,7 @@ export interface CounterValue {
    * with a {@linkcode CounterValue.layout}, the member's next block cycle, not an ID.
    */
   value: bigint;
-  /** The interleaved layout recorded next to the counter ({@linkcode MemberReserveOptions.layout}). */
+  /** The interleaved layout recorded next to the counter (`MemberReserveOptions.layout`). */
   layout?: string;
 }
 

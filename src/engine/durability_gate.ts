@@ -27,8 +27,9 @@ export type GateSettings = Pick<KvIdSettings, "durability" | "serverSettings" | 
 
 /**
  * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
- * it may serve: the one verdict on whether a store may serve. A store that must decide within one
- * call asks it through `DurabilityOptions.judge`; the service's readiness asks it too. Eviction is refused in every mode; the other problems only under `"strict"`.
+ * it may serve: the one verdict on whether a store may serve. A store that must decide within
+ * one call asks it through `DurabilityOptions.judge`; the service's readiness asks it too.
+ * Eviction is refused in every mode; the other problems only under `"strict"`.
  */
 export function durabilityRefusal(
   d: StoreDurability,

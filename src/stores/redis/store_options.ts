@@ -70,7 +70,7 @@ export interface Confirmation {
 /** A reservation as the Redis store's parts read it: the caller's options and its confirmation. */
 export type RedisReserveOptions = AnyReserveOptions & Confirmation;
 
-/** A durability read as the Redis probe reads it: with the replicas that confirm each reservation. */
+/** A durability read as the probe takes it, with the replicas confirming each reservation. */
 export type RedisDurabilityOptions = DurabilityOptions & { replicas?: number };
 
 /** What the Redis store reads of a generator's options (`ReserveOptions.generator`). */
