@@ -20,6 +20,7 @@
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { startServer } from "../tests/server.ts";
+import { importDriver } from "../src/stores/drivers.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);
 const KV_FILE = ".kvid/demo.sqlite3";
@@ -36,11 +37,10 @@ if (server) {
   );
 }
 
-// Not a literal specifier, so that Deno fetches node-redis only when the demo uses it.
-const nodeRedis = "redis";
+// Loaded by name, so that Deno fetches node-redis only when the demo uses it.
 const client = server
-  ? await (await import(nodeRedis) as typeof import("redis")).createClient({ url: server.url })
-    .connect()
+  ? await (await importDriver<typeof import("redis")>("redis", "KVID_REDIS_URL"))
+    .createClient({ url: server.url }).connect()
   : undefined;
 try {
   const name = `demo-${Date.now()}`;
@@ -60,7 +60,8 @@ try {
   let nextReport = performance.now() + 500;
   const started = performance.now();
   console.log("  time   IDs made    IDs/s      step  segments  waits  last ID");
-  const chunk = 50_000;
+  // The first row is the first ID (the step the generator starts at), then one per 50,000.
+  let chunk = 1;
   while (true) {
     for (let i = 0; i < chunk; i++) {
       const id = await ids.next();
@@ -77,7 +78,7 @@ try {
       const t = (now - started) / 1000;
       console.log(
         `${t.toFixed(1).padStart(5)}s ${String(count).padStart(10)} ${
-          Math.round(count / t).toLocaleString("en").padStart(10)
+          (count === 1 ? "-" : Math.round(count / t).toLocaleString("en")).padStart(10)
         } ${String(s.step).padStart(9)} ${String(s.segments).padStart(9)} ${
           String(s.stalls).padStart(6)
         }  ${prev}`,
@@ -87,6 +88,7 @@ try {
       nextReport = now + 500;
     }
     if (now >= end) break;
+    chunk = 50_000;
   }
   const s = ids.stats();
   console.log(

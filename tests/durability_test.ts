@@ -464,8 +464,10 @@ Deno.test({
       assert.equal(ready.status, 503);
       assert.match(await ready.text(), fix);
       const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
-      assert.equal(ids.status, 500); // a setup mistake: said in the log, with the fix
-      await ids.body?.cancel();
+      assert.equal(ids.status, 503); // said in the answer and the log, with the service's knob
+      const said = await ids.text();
+      assert.match(said, fix);
+      assert.match(said, /KVID_DURABILITY=best-effort/);
       assert.ok(svc.logged.some((l) => fix.test(l)), svc.logged.join("\n"));
       const metrics = await (await fetch(`${svc.url}/metrics`, { headers: auth })).text();
       assert.match(metrics, /kvid_store_durable\{kind="ids",name="order"\} 0/);

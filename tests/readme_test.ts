@@ -84,7 +84,7 @@ const NOT_RUN: { file: string; has: string; why: string }[] = [
   {
     file: "docs/operations.md",
     has: 'addSignalListener("SIGTERM"',
-    why: "a service: logs until SIGTERM",
+    why: "logs until SIGTERM: tests/docs_sigterm_test.ts runs it and sends it",
   },
   { file: "src/daily/daily.ts", has: "jsr:@db/redis", why: "needs JSR" },
   { file: "src/engine/kvid.ts", has: "jsr:@db/redis", why: "needs JSR" },

@@ -82,7 +82,7 @@ Deno.test({
       );
 
       await t.step(
-        "a narrow screen (360 px): the page fits, the table scrolls in its box",
+        "a narrow screen (360 px): the page fits, the table scrolls in its box and says so",
         async () => {
           await page.setViewport({ width: 360, height: 740 });
           await page.reload();
@@ -92,6 +92,17 @@ Deno.test({
           assert.ok(widths[0] <= widths[1], `the page is ${widths[0]} px wide on ${widths[1]}`);
           const ticks = await page.$$eval("svg text", (els) => els.map((e) => e.textContent ?? ""));
           assert.ok(ticks.includes("now") && ticks.includes("-5 min"), ticks.join("|"));
+          // Said that the table scrolls; the chart's labels drawn at a readable size.
+          const hint = await page.$eval(
+            ".hint",
+            (el) => (el as unknown as { offsetParent: unknown }).offsetParent !== null,
+          );
+          assert.ok(hint, "no visible hint that the table scrolls");
+          const sizes = await page.$$eval(
+            "svg text",
+            (els) => els.map((e) => e.getBoundingClientRect().height).filter((h) => h > 0),
+          );
+          assert.ok(sizes.length > 0 && Math.min(...sizes) >= 9, `chart labels ${sizes} px high`);
           await page.setViewport({ width: 1024, height: 768 });
         },
       );

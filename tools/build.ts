@@ -1,24 +1,30 @@
 /**
- * `deno task build`: the npm package of this checkout for Node and Bun, in `dist/` (gitignored):
- * `mod.mjs` (mod.ts bundled into one ESM file, Web APIs only), `mod.d.mts` (its type
- * declarations) and a `package.json` named `@kvid/core`. Then, in a Node or Bun project:
+ * `deno task -c deno.run.json build`: the npm package of this checkout for Node and Bun, in `dist/`
+ * (gitignored): every entry point that runs outside Deno (`ENTRIES`: `@kvid/core`, `/store`,
+ * `/client`, `/codec`, `/postgres`, `/mysql`) as one split bundle, an ESM file and its type
+ * declarations per entry point and the code they share in chunks (one `KvIdError` class for all),
+ * and a `package.json` named `@kvid/core` exporting them. Then, in a Node or Bun project:
  *
  * ```sh
  * npm install /path/to/checkout/dist     # or: bun add /path/to/checkout/dist
  * ```
  *
- * and `import { KvId } from "@kvid/core"` works as it does from JSR. Only the main entry point:
- * `./deno-kv`, `./cli` and `./server` are Deno's; `./store` is not built yet.
+ * and `import { KvId } from "@kvid/core"` works as it does from JSR. `./deno-kv`, `./cli`,
+ * `./server` and `./serve` are Deno's.
  *
  * `deno bundle --declaration` leaves the `import type` of a module whose values it did not bundle
  * (`./store_contract.ts`: types only) pointing at a file that is not there, and exports the exports
  * of every bundled module: here those declarations are inlined, and only mod.ts's exports (the
- * names `deno doc mod.ts` lists) stay exported, so the types claim nothing mod.mjs does not have.
+ * names `deno doc` lists for the entry) stay exported, so the types claim nothing the entry does
+ * not have.
  *
  * @module
  */
 
 const root = new URL("../", import.meta.url);
+// The runtime's config (imports and lock without the development tools): a build from a fresh
+// clone fetches only what the bundles contain.
+const runConfig = new URL("deno.run.json", root).pathname;
 const dist = new URL("dist/", root);
 const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
   name: string;
@@ -31,6 +37,8 @@ async function bundle(entry: string, out: string): Promise<void> {
   const { code } = await new Deno.Command(Deno.execPath(), {
     args: [
       "bundle",
+      "--config",
+      runConfig,
       "--quiet",
       "--platform=browser",
       "--format=esm",
@@ -78,6 +86,16 @@ function withoutDeclared(types: string, declared: Set<string>): string {
     .map((c) => c.lines.join("\n")).join("\n");
 }
 
+/** Copy the files under `from` into `to` (directories made as needed). */
+async function copyTree(from: string, to: string): Promise<void> {
+  for await (const e of Deno.readDir(from)) {
+    if (e.isDirectory) {
+      await Deno.mkdir(`${to}/${e.name}`, { recursive: true });
+      await copyTree(`${from}/${e.name}`, `${to}/${e.name}`);
+    } else await Deno.copyFile(`${from}/${e.name}`, `${to}/${e.name}`);
+  }
+}
+
 /** Every .ts file under `dir`, from the checkout's root. */
 async function sourcesUnder(dir: string): Promise<string[]> {
   const found: string[] = [];
@@ -101,11 +119,18 @@ function sourceFor(spec: string, sources: string[]): string {
 /** The names a module exports, as `deno doc` lists them. */
 async function exportsOf(entry: string): Promise<Set<string>> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["doc", "--json", entry],
+    // Not --config: deno doc then installs every npm package of deno.json, whatever the config
+    // says. The names are all it is asked for; an npm module it cannot resolve is warned of.
+    args: ["doc", "--no-config", "--import-map", runConfig, "--json", entry],
     cwd: root,
     stdout: "piped",
+    stderr: "piped",
   }).output();
-  if (out.code !== 0) throw new Error(`deno doc ${entry} failed (exit ${out.code})`);
+  if (out.code !== 0) {
+    throw new Error(
+      `deno doc ${entry} failed (exit ${out.code}): ${new TextDecoder().decode(out.stderr)}`,
+    );
+  }
   const doc = JSON.parse(new TextDecoder().decode(out.stdout));
   const nodes: { name: string }[] = Array.isArray(doc.nodes)
     ? doc.nodes
@@ -114,12 +139,51 @@ async function exportsOf(entry: string): Promise<Set<string>> {
   return new Set(nodes.map((n) => n.name));
 }
 
-await Deno.remove(dist, { recursive: true }).catch(() => {});
-const tmp = await Deno.makeTempDir({ prefix: "kvid-build-" });
-try {
-  await bundle("mod.ts", new URL("mod.mjs", dist).pathname);
-  const declarations = new URL("mod.d.mts", dist);
-  let types = await Deno.readTextFile(declarations);
+/**
+ * The entry points built, by package.json export: every one that runs outside Deno (`./deno-kv`,
+ * `./cli`, `./server` and `./serve` use Deno's APIs). `js` is where the split bundle writes it.
+ */
+const ENTRIES = [
+  { name: ".", source: "mod.ts", js: "mod.js", out: "mod" },
+  { name: "./store", source: "src/stores/mod.ts", js: "src/stores/mod.js", out: "store" },
+  { name: "./client", source: "src/client/mod.ts", js: "src/client/mod.js", out: "client" },
+  { name: "./codec", source: "src/codec/mod.ts", js: "src/codec/mod.js", out: "codec" },
+  {
+    name: "./postgres",
+    source: "src/stores/postgres/mod.ts",
+    js: "src/stores/postgres/mod.js",
+    out: "postgres",
+  },
+  {
+    name: "./mysql",
+    source: "src/stores/mysql/mod.ts",
+    js: "src/stores/mysql/mod.js",
+    out: "mysql",
+  },
+] as const;
+
+/** One source file's bundled declarations, as the bundler writes them; once per file. */
+const fileDeclarations = new Map<string, Promise<string>>();
+function declarationsOfFile(file: string, tmp: string): Promise<string> {
+  let found = fileDeclarations.get(file);
+  if (found === undefined) {
+    const name = file.replace(/\//g, "_").replace(/\.ts$/, "");
+    found = bundle(file, `${tmp}/${name}.mjs`).then(() =>
+      Deno.readTextFile(`${tmp}/${name}.d.mts`)
+    );
+    fileDeclarations.set(file, found);
+  }
+  return found;
+}
+
+/**
+ * The declarations of one entry point, standing alone: `deno bundle --declaration` of it, its
+ * dangling type imports inlined, only its own exports (as `deno doc` lists them) exported.
+ */
+async function declarationsOf(entry: string, tmp: string): Promise<string> {
+  const base = entry.replace(/\//g, "_").replace(/\.ts$/, "");
+  await bundle(entry, `${tmp}/${base}.mjs`);
+  let types = await Deno.readTextFile(`${tmp}/${base}.d.mts`);
   // The bundler leaves the type imports it could not inline as they were written in each source
   // file (relative to that file, e.g. "./redis_store.ts", "../contract/store.ts"): each is found
   // by its path's tail under src/ and its declarations inlined, until none is left. A
@@ -136,11 +200,9 @@ try {
     if (fresh.length === 0) break;
     for (const file of fresh) {
       inlined.add(file);
-      const name = file.replace(/\//g, "_").replace(/\.ts$/, "");
-      await bundle(file, `${tmp}/${name}.mjs`);
-      const part = await Deno.readTextFile(`${tmp}/${name}.d.mts`);
-      // Its types, not its functions (mod.mjs does not export those), and none declared already
-      // (a type the bundle of mod.ts has, or another file's copy of the same constant).
+      const part = await declarationsOfFile(file, tmp);
+      // Its types, not its functions (the entry does not export those), and none declared
+      // already (a type the entry's bundle has, or another file's copy of the same constant).
       types += `\n// From ${file}\n` +
         withoutDeclared(
           part.replace(/^export declare function /gm, "declare function ")
@@ -150,20 +212,64 @@ try {
         );
     }
   }
-  // The bundled declarations export every module's exports; the package exports mod.ts's only.
-  const publicNames = await exportsOf("mod.ts");
+  // The bundled declarations export every module's exports; the entry exports its own only.
+  const publicNames = await exportsOf(entry);
   types = types.replace(
     /^export ((?:declare )?(?:abstract )?(?:function|class|const|let|var|enum|interface|type) (\w+))/gm,
     (line, declaration: string, name: string) => publicNames.has(name) ? line : declaration,
   );
+  // `export type * from` / `export { a, b }` lists the bundler kept: names it already declared.
   if (!/^export \{\};$/m.test(types)) types += "\nexport {};\n";
-  await Deno.writeTextFile(declarations, types);
-  // Deno reads the types from this comment; Node, Bun and TypeScript from package.json.
-  const code = new URL("mod.mjs", dist);
-  await Deno.writeTextFile(
-    code,
-    `// @ts-self-types="./mod.d.mts"\n` + await Deno.readTextFile(code),
-  );
+  return types;
+}
+
+await Deno.remove(dist, { recursive: true }).catch(() => {});
+const tmp = await Deno.makeTempDir({ prefix: "kvid-build-" });
+try {
+  // One split bundle of every entry point: the code they share (KvIdError, the engine) is one
+  // chunk, so `instanceof KvIdError` holds for an error from any entry point.
+  const split = `${tmp}/split`;
+  const { code } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--config",
+      runConfig,
+      "--quiet",
+      "--platform=browser",
+      "--format=esm",
+      "--code-splitting",
+      "--outdir",
+      split,
+      ...ENTRIES.map((e) => e.source),
+    ],
+    cwd: root,
+  }).spawn().status;
+  if (code !== 0) throw new Error(`deno bundle of the entry points failed (exit ${code})`);
+  await Deno.mkdir(dist, { recursive: true });
+  await copyTree(split, dist.pathname);
+  const exports: Record<string, { types: string; default: string }> = {};
+  const files = ["README.md", "LICENSE"];
+  // The entries' declarations side by side (each file's bundle is made once, for all).
+  const declarations = await Promise.all(ENTRIES.map((e) => declarationsOf(e.source, tmp)));
+  for (const [i, entry] of ENTRIES.entries()) {
+    // Each entry's types beside it; Deno reads them from the comment, Node, Bun and TypeScript
+    // from package.json.
+    const js = `./${entry.out}.mjs`;
+    const dts = `./${entry.out}.d.mts`;
+    await Deno.writeTextFile(new URL(dts, dist), declarations[i]);
+    // Moved to the top level: an entry file is imported by no chunk, its imports re-pointed.
+    const depth = entry.js.split("/").length - 1;
+    let body = await Deno.readTextFile(new URL(entry.js, dist));
+    if (depth > 0) body = body.replaceAll(`"${"../".repeat(depth)}`, `"./`);
+    await Deno.writeTextFile(new URL(js, dist), `// @ts-self-types="${dts}"\n` + body);
+    await Deno.remove(new URL(entry.js, dist));
+    exports[entry.name] = { types: dts, default: js };
+    files.push(js.slice(2), dts.slice(2));
+  }
+  await Deno.remove(new URL("src/", dist), { recursive: true }).catch(() => {});
+  // The shared chunks, and those of the modules the entries import on first use (a store's
+  // driver glue): every .js file the split bundle wrote.
+  for await (const f of Deno.readDir(dist)) if (f.name.endsWith(".js")) files.push(f.name);
   const pkg = {
     name: config.name,
     version: config.version,
@@ -171,8 +277,8 @@ try {
       "Globally unique, trend-increasing 64-bit IDs in segment mode (built from a checkout)",
     license: config.license,
     type: "module",
-    exports: { ".": { types: "./mod.d.mts", default: "./mod.mjs" } },
-    files: ["mod.mjs", "mod.d.mts", "README.md", "LICENSE"],
+    exports,
+    files,
     sideEffects: false,
   };
   await Deno.writeTextFile(new URL("package.json", dist), JSON.stringify(pkg, null, 2) + "\n");

@@ -75,8 +75,9 @@
  *
  * `durability` reads what every generator reads before its first reservation (`INFO`, `CONFIG GET
  * appendfsync` and `save`, the hash's `PTTL`) and prints each setting, `durable: yes` or `NO`, and
- * each problem with its fix, e.g. `problem: AOF is off (appendonly no, ...): ...; set appendonly yes`.
- * `next` reserves whatever the server says (it is an admin tool): run `durability` first.
+ * each problem with its fix, e.g. `problem: AOF is off (appendonly no, ...): ...; turn AOF on (CONFIG SET appendonly yes, ...)`.
+ * `next` and `floor` make the same check first and refuse (exit 1) what a generator refuses,
+ * unless `--durability best-effort` is given (the library's `durability: "best-effort"`).
  *
  * @module
  */

@@ -14,6 +14,7 @@ import { redactStoreUrl, storeFromUrl, storeKind } from "../stores/store_url.ts"
 import { CliError, EXIT } from "./exit.ts";
 import type { Target } from "./command.ts";
 import { redisOps } from "./redis_ops.ts";
+import { importDriver } from "../stores/drivers.ts";
 
 /** A store opened from a URL: connect, then close. */
 export interface OpenedTarget {
@@ -51,7 +52,7 @@ export async function openTarget(url: string, timeout: number): Promise<OpenedTa
     return { connect: () => Promise.resolve(target), close: () => opened.close() };
   }
   // Loaded here so that help and argument errors do not wait for it.
-  const { createClient } = await import("redis");
+  const { createClient } = await importDriver<typeof import("redis")>("redis", "--url redis://");
   const client = createClient({
     url,
     socket: { connectTimeout: timeout, reconnectStrategy: false },

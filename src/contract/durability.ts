@@ -50,6 +50,17 @@ export function checkDurabilityOptions(
   }
 }
 
+/** The opt-out a generator's refusal names: the library's option. */
+export const LIBRARY_OPT_OUT = `durability: "best-effort"`;
+
+/**
+ * A generator's durability refusal (`reason: "not-durable"`) in the words of a caller with its
+ * own knob (the service's `KVID_DURABILITY=best-effort`): the same sentence, that knob named.
+ */
+export function refusalWith(err: Error, optOut: string): string {
+  return err.message.replace(LIBRARY_OPT_OUT, optOut);
+}
+
 /**
  * The durability of several independent servers as one: durable when every one is, their
  * settings and problems each named by the server's index.

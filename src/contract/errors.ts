@@ -75,6 +75,8 @@ export type KvIdErrorCode =
  *   integer (Redis: not an integer; Deno KV: not a `Deno.KvU64`).
  * - `"unexpected-range"`: a `"reply"` error: a member of interleaved servers replied a range of
  *   cycles other than the one asked for.
+ * - `"not-durable"`: a `"config"` error: the store can lose reservations (no AOF, eviction),
+ *   refused under `durability: "strict"`; the message lists the problems and the fix.
  *
  * @example
  * ```ts
@@ -92,7 +94,8 @@ export type KvIdErrorReason =
   | "auth"
   | "not-a-hash"
   | "not-a-counter"
-  | "unexpected-range";
+  | "unexpected-range"
+  | "not-durable";
 
 /**
  * Options of {@linkcode KvIdError}.
@@ -160,18 +163,25 @@ export class KvIdError extends Error {
   constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions = {}) {
     const key = options.key ?? "";
     const field = options.field ?? "";
-    super(
-      key === "" && field === ""
-        ? message
-        : `${message} (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`,
-      { cause: options.cause },
-    );
+    super(message + counterLabel(key, field), { cause: options.cause });
     this.name = "KvIdError";
     this.code = code;
     this.key = key;
     this.field = field;
     this.reason = options.reason ?? "";
   }
+}
+
+/**
+ * What an error says, without the counter a {@linkcode KvIdError} appends (its cause's reason,
+ * for a message that names the counter once), and only its first line.
+ */
+export function reasonOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const line = text.split("\n")[0];
+  if (!(err instanceof KvIdError) || (err.key === "" && err.field === "")) return line;
+  const suffix = counterLabel(err.key, err.field);
+  return line.endsWith(suffix) ? line.slice(0, -suffix.length) : line;
 }
 
 /**
@@ -182,6 +192,14 @@ export class KvIdError extends Error {
 export function isTransient(code: KvIdErrorCode): boolean {
   return code === "connection" || code === "timeout" || code === "conflict" ||
     code === "unavailable";
+}
+
+/** What a message appends: the counter, or its hash alone when no counter is concerned. */
+function counterLabel(key: string, field: string): string {
+  if (key === "" && field === "") return "";
+  return field === ""
+    ? ` (hash ${JSON.stringify(key)})`
+    : ` (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`;
 }
 
 function fieldLabel(field: string): string {

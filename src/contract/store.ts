@@ -232,7 +232,7 @@ export type AnyReserveOptions =
  * const d: StoreDurability = {
  *   durable: false,
  *   settings: { appendonly: "no", save: "3600 1 300 100 60 10000", maxmemory_policy: "noeviction" },
- *   problems: ["AOF is off (appendonly no, snapshots only): ...; set appendonly yes"],
+ *   problems: ["AOF is off (appendonly no, snapshots only): ...; turn AOF on (CONFIG SET appendonly yes, ...)"],
  *   lossWithoutCrash: false,
  * };
  * assert.ok(!d.durable && d.problems.length === 1);

@@ -38,12 +38,32 @@ const NOT_AN_INTEGER =
 const TRANSIENT_STATE =
   /(^|ERR |: )(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|OOM|MISCONF)\b/;
 
+// A host name that does not resolve (getaddrinfo ENOTFOUND; Deno's "Name or service not known",
+// "No address associated with hostname"), a scheme the client refuses (node-redis: "Invalid
+// protocol"), a URL that does not parse.
+const UNUSABLE_ADDRESS =
+  /\bENOTFOUND\b|Name or service not known|No address associated with hostname|Invalid protocol|Invalid URL/i;
+
+/**
+ * Whether a client's failure to connect is permanent: a host that does not resolve, a scheme the
+ * client refuses, a URL that does not parse. Waiting cannot fix it: a `"config"` error at once.
+ */
+export function unusableAddress(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "ENOTFOUND" ||
+    UNUSABLE_ADDRESS.test(errorMessage(err));
+}
+
 /** Map a client or server error to a {@linkcode KvIdError} naming the counter. */
 export function toKvIdError(err: unknown, key: string, field: string): KvIdError {
   if (err instanceof KvIdError) return err;
   const message = errorMessage(err).replace(/^-/, "");
   const where = { key, field, cause: err };
   if (!isReplyError(err)) {
+    // An address that names no host, or a URL of a scheme the client does not speak: waiting
+    // cannot fix either, so said at once.
+    if (unusableAddress(err)) {
+      return new KvIdError("config", `the store's address is not usable: ${message}`, where);
+    }
     return new KvIdError("connection", `the store could not be reached: ${message}`, where);
   }
   // A server that cannot serve for now (loading its data, a demoted primary or a replica cut

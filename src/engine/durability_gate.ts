@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { DurabilityMode } from "../contract/durability.ts";
+import { type DurabilityMode, LIBRARY_OPT_OUT } from "../contract/durability.ts";
 import { KvIdError } from "../contract/errors.ts";
 import {
   type DurabilityOptions,
@@ -28,14 +28,18 @@ export type GateSettings = Pick<KvIdSettings, "durability" | "serverSettings" | 
 /**
  * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
  * it may serve: the one verdict on whether a store may serve. A store that must decide within
- * one call asks it through `DurabilityOptions.judge`; the service's readiness asks it too.
- * Eviction is refused in every mode; the other problems only under `"strict"`.
+ * one call asks it through `DurabilityOptions.judge`; the service's readiness and the CLI's
+ * check ask it too. Eviction is refused in every mode; the other problems only under
+ * `"strict"`. `optOut` is the knob of the caller's own words that accepts the loss (the
+ * library's option, the service's `KVID_DURABILITY=best-effort`, the CLI's
+ * `--durability best-effort`).
  */
 export function durabilityRefusal(
   d: StoreDurability,
   mode: DurabilityMode,
   key: string,
   field: string,
+  optOut: string = LIBRARY_OPT_OUT,
 ): KvIdError | undefined {
   if (d.problems.length === 0) return undefined;
   if (d.lossWithoutCrash === true) {
@@ -44,7 +48,7 @@ export function durabilityRefusal(
       `the store loses counters in ordinary operation, refused whatever durability says: ${
         d.problems.join("; ")
       }`,
-      { key, field },
+      { key, field, reason: "not-durable" },
     );
   }
   if (mode === "best-effort") return undefined;
@@ -52,8 +56,8 @@ export function durabilityRefusal(
     "config",
     `the store can lose reservations, so IDs could be issued twice: ${
       d.problems.join("; ")
-    }. Fix the server, or accept the loss with durability: "best-effort"`,
-    { key, field },
+    }. Fix the server, or accept the loss with ${optOut}`,
+    { key, field, reason: "not-durable" },
   );
 }
 

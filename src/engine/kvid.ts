@@ -10,7 +10,7 @@
  * @module
  */
 
-import { KvIdError } from "../contract/errors.ts";
+import { KvIdError, reasonOf } from "../contract/errors.ts";
 import type { ExpiryDetail, KvIdOptions, KvIdStats, RollbackDetail } from "./kvid_options.ts";
 import { checkInteger } from "../contract/validate.ts";
 import { holdIdleTimer, releaseIdleTimer } from "../runtime/deadline_timer.ts";
@@ -587,10 +587,13 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   }
 
   #timeoutError(): KvIdError {
-    return new KvIdError("timeout", `no ID could be reserved in ${this.#timeout} ms`, {
+    const cause = this.#outage?.lastError;
+    // Why, on the first line: the last failure's own words.
+    const why = cause === undefined || cause === null ? "" : `: ${reasonOf(cause)}`;
+    return new KvIdError("timeout", `no ID could be reserved in ${this.#timeout} ms${why}`, {
       key: this.key,
       field: this.name,
-      cause: this.#outage?.lastError,
+      cause,
     });
   }
 }

@@ -259,7 +259,7 @@ export interface KvIdOptions {
  * const report: DurabilityReport = {
  *   mode: "best-effort",
  *   durable: false,
- *   problems: ["AOF is off (appendonly no, ...): ...; set appendonly yes"],
+ *   problems: ["AOF is off (appendonly no, ...): ...; turn AOF on (CONFIG SET appendonly yes, ...)"],
  *   settings: { appendonly: "no" },
  * };
  * assert.ok(report.durable === false && report.problems.length === 1);

@@ -17,6 +17,7 @@ import { parseKeys } from "../codec/encrypted.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
 import { KvIdError } from "../contract/errors.ts";
 import { storeFromUrl, storeKind } from "../stores/store_url.ts";
+import { importDriver } from "../stores/drivers.ts";
 import type { ServiceOptions } from "./options.ts";
 
 /** What {@linkcode optionsFromEnv} makes: the options and the store's resources to close. */
@@ -182,7 +183,24 @@ type NodeRedisClient = {
   ping(): Promise<unknown>;
   destroy(): void;
   on(event: string, listener: (err?: unknown) => void): unknown;
+  off(event: string, listener: (err?: unknown) => void): unknown;
 };
+
+/** Resolves when `c` is connected, or after `ms` (whichever first): the probe then judges it. */
+function connectedWithin(c: NodeRedisClient, ms: number): Promise<void> {
+  if (c.isReady) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      c.off("ready", done);
+      c.off("end", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    c.on("ready", done);
+    c.on("end", done); // destroyed: close() does not wait for the timer
+  });
+}
 
 // node-redis, loaded on first use so that a Deno KV service never loads it. Commands queue while
 // it (re)connects; the generators' timeout bounds how long a request waits for them.
@@ -195,34 +213,38 @@ function connectNodeRedis(url: string, timeout: number) {
   // close() outlasts it, so nothing of the client runs after close.
   let retryAt = 0;
   const open = () =>
-    client ??= import("redis").then(({ createClient }) => {
-      const c = createClient({
-        url,
-        socket: {
-          connectTimeout: Math.min(timeout, 5_000),
-          reconnectStrategy: (n: number) => {
-            const wait = Math.min(50 * 2 ** Math.min(n, 6), 2_000);
-            retryAt = Date.now() + wait;
-            return wait;
+    client ??= importDriver<typeof import("redis")>("redis", "KVID_STORE_URL redis://").then(
+      ({ createClient }) => {
+        const c = createClient({
+          url,
+          socket: {
+            connectTimeout: Math.min(timeout, 5_000),
+            reconnectStrategy: (n: number) => {
+              const wait = Math.min(50 * 2 ** Math.min(n, 6), 2_000);
+              retryAt = Date.now() + wait;
+              return wait;
+            },
           },
-        },
-      }) as unknown as NodeRedisClient;
-      c.on("error", (err) => {
-        lastError = err;
-        // Once every 10 s at most: a Redis outage must not flood the log.
-        if (Date.now() - lastLogged < 10_000) return;
-        lastLogged = Date.now();
-        console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
-      });
-      c.on("ready", () => lastError = undefined);
-      c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
-      return c;
-    });
+        }) as unknown as NodeRedisClient;
+        c.on("error", (err) => {
+          lastError = err;
+          // Once every 10 s at most: a Redis outage must not flood the log.
+          if (Date.now() - lastLogged < 10_000) return;
+          lastLogged = Date.now();
+          console.error(`kvid service: redis: ${err instanceof Error ? err.message : String(err)}`);
+        });
+        c.on("ready", () => lastError = undefined);
+        c.connect().catch(() => {}); // reconnects by itself; requests see timeouts meanwhile
+        return c;
+      },
+    );
   const source: RedisSource = async () => fromNodeRedis((await open()) as unknown as NodeRedisLike);
   return {
     source,
     ping: async () => {
       const c = await open();
+      // The first probe comes as the client connects: it waits for that, within the probe's time.
+      await connectedWithin(c, 800);
       // The client's last error says why (a refused password is a reply error, which the
       // readiness probe reports as a configuration error, not as a store that does not answer).
       if (!c.isReady) throw lastError ?? new Error("not connected");

@@ -13,6 +13,7 @@ import type { Entry, Generators, Kind } from "./generators.ts";
 import { idLines, runLines } from "./id_lines.ts";
 import { decodeName } from "./names.ts";
 import { errorResponse, unavailable, worthRetry } from "./respond.ts";
+import { notDurable } from "./refusals.ts";
 
 /** Most IDs one request may ask for. */
 export const MAX_COUNT = 10_000;
@@ -52,6 +53,10 @@ export function idsEndpoint(options: IdsEndpointOptions): IdsEndpoint {
     }
     entry.failedRequests++;
     if (err instanceof KvIdError && worthRetry(err.code)) return unavailable();
+    if (err instanceof KvIdError && err.reason === "not-durable") {
+      logFailure(err, entry);
+      return notDurable(err);
+    }
     if (err instanceof KvIdError && err.code === "config") {
       logFailure(err, entry);
       return errorResponse(

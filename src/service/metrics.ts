@@ -20,6 +20,8 @@ export interface ServiceState {
   storeUp: boolean;
   /** Whether it refused the service's configuration (credentials, permissions, commands). */
   storeConfigError: boolean;
+  /** Whether it answers but can lose reservations, refused under `"strict"`. */
+  storeNotDurable: boolean;
   /**
    * Whether to render the service-wide series (the store's state, the HTTP counters): for a
    * token of every name only.
@@ -121,13 +123,18 @@ export function renderMetrics(
     return out.join("\n") + "\n";
   }
   out.push(
-    "# HELP kvid_store_up Whether the store answered the readiness probe (1) or not (0).",
+    "# HELP kvid_store_up Whether the store answered the readiness probe (1) or not (0), " +
+      "durable or not.",
     "# TYPE kvid_store_up gauge",
     `kvid_store_up ${state.storeUp ? 1 : 0}`,
     "# HELP kvid_store_config_error Whether the store refuses the service's configuration " +
       "(credentials, permissions, commands): fixed by the operator, not by waiting.",
     "# TYPE kvid_store_config_error gauge",
     `kvid_store_config_error ${state.storeConfigError ? 1 : 0}`,
+    "# HELP kvid_store_durability_refused Whether the store answers but can lose reservations, " +
+      "refused under KVID_DURABILITY=strict (1), or not (0).",
+    "# TYPE kvid_store_durability_refused gauge",
+    `kvid_store_durability_refused ${state.storeNotDurable ? 1 : 0}`,
     ...generatorsLines,
     "# HELP kvid_http_requests_in_flight HTTP requests being answered.",
     "# TYPE kvid_http_requests_in_flight gauge",

@@ -261,7 +261,9 @@ export function openApiDocument(basePath = ""): Record<string, unknown> {
         summary: "Readiness: whether the store answers.",
         responses: {
           "200": text("`ready`."),
-          "503": text("Not ready: the store does not answer, or refuses the configuration."),
+          "503": text(
+            "Not ready: starting, the store does not answer, refuses the configuration, or can lose reservations.",
+          ),
         },
       },
       head: {

@@ -6,6 +6,7 @@
  */
 
 import type { GeneratorSnapshot } from "./generators.ts";
+import type { Readiness } from "./readiness.ts";
 
 /** The page's Content-Security-Policy: nothing but inline styles and a form posting home. */
 export const PAGE_CSP =
@@ -21,7 +22,9 @@ td:first-child,th:nth-child(2),td:nth-child(2){text-align:left} th{background:#e
 .err{color:#b42318} .ok{color:#067647} .card{background:#fff;padding:.8rem;margin:0 0 1rem;
 border:1px solid #e3e6eb} form{display:inline} input{font:inherit;padding:.3rem}
 button{font:inherit;padding:.3rem .8rem} .scroll{overflow-x:auto}
-@media (max-width:600px){body{margin:.6rem;font-size:13px} th,td{padding:.3rem .4rem}}`;
+.narrow,.hint{display:none} .hint{color:#5b6475;margin:0 0 .3rem}
+@media (max-width:600px){body{margin:.6rem;font-size:13px} th,td{padding:.3rem .4rem}
+.wide{display:none} .narrow,.hint{display:block}}`;
 
 /** Escape text for HTML. */
 function escapeHtml(text: string): string {
@@ -150,7 +153,7 @@ export function statusPage(
   series: number[],
   info: {
     store: string;
-    ready: { state: "up" | "down" } | { state: "config"; why: string };
+    ready: Readiness;
     nowMs: number;
     base?: string;
   },
@@ -171,16 +174,21 @@ export function statusPage(
     }">${
       info.ready.state === "up"
         ? "answering"
-        : info.ready.state === "config"
-        ? escapeHtml(info.ready.why.slice(0, 600))
-        : "not answering"
+        : info.ready.state === "starting"
+        ? "connecting"
+        : info.ready.state === "down"
+        ? "not answering"
+        : escapeHtml(info.ready.why.slice(0, 600))
     }</span>. Durability: ${durabilityLine(rows)}. ${rows.length} live generator${
       rows.length === 1 ? "" : "s"
     }. Refreshes every 5 s.
 <form method="post" action="${
       escapeHtml(info.base ?? "")
     }/logout"><button type="submit">Sign out</button></form></p>
-<div class="card">${rateChart(series)}</div>
+<div class="card"><div class="wide">${rateChart(series)}</div><div class="narrow">${
+      // Drawn at a phone's width, so that its labels are read at their own size, not scaled down.
+      rateChart(series, 340, 150)}</div></div>
+<p class="hint">The table scrolls sideways: 13 columns &rarr;</p>
 <div class="scroll"><table><thead><tr><th>name</th><th>kind</th><th>step</th><th>remaining</th><th>IDs/s</th>
 <th>issued</th><th>last reservation</th><th>latency</th><th title="requests answered 5xx">failed
 requests</th><th title="reservations failed or unanswered within the timeout">failed

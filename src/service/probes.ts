@@ -9,7 +9,7 @@ import { inScope, type ScopeOf, unauthorized } from "./auth.ts";
 import type { Generators } from "./generators.ts";
 import { type HttpCounters, renderMetrics } from "./metrics.ts";
 import { processMetrics } from "./process_metrics.ts";
-import type { Readiness } from "./readiness.ts";
+import { type Readiness, storeAnswers } from "./readiness.ts";
 import { errorResponse, text } from "./respond.ts";
 import type { SegmentRoutes } from "./segments.ts";
 
@@ -40,23 +40,23 @@ export function probes(
     if (path === "/readyz") {
       const readiness = await ready();
       if (readiness.state === "up") return text(200, "ready\n");
-      return text(
-        503,
-        `not ready: ${
-          readiness.state === "config" ? readiness.why : "the store does not answer"
-        }\n`,
-        { "retry-after": "1" },
-      );
+      const why = readiness.state === "starting"
+        ? "starting: connecting to the store"
+        : readiness.state === "down"
+        ? "the store does not answer"
+        : readiness.why;
+      return text(503, `not ready: ${why}\n`, { "retry-after": "1" });
     }
     const scope = scopeOf(req);
     if (scope === undefined) return unauthorized();
-    const { state } = await ready();
+    const readiness = await ready();
     // A token of some names sees their series only: the service-wide ones (the store, HTTP,
     // the process, the listener, failed logins) are for tokens of every name.
     const wide = scope === "*";
     const metrics = renderMetrics(generators.visibleTo(scope), http, {
-      storeUp: state === "up",
-      storeConfigError: state === "config",
+      storeUp: storeAnswers(readiness),
+      storeConfigError: readiness.state === "config",
+      storeNotDurable: readiness.state === "not-durable",
       wide,
       extra: [
         ...segments.metrics((name) => inScope(scope, name)),

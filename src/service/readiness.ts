@@ -9,16 +9,32 @@
 import { withDeadline } from "../runtime/deadline_timer.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { durabilityRefusal } from "../engine/durability_gate.ts";
+import { SERVICE_OPT_OUT } from "./refusals.ts";
 import { KvIdError } from "../contract/errors.ts";
 import type { AnyStore, StoreDurability } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import type { Generators } from "./generators.ts";
 
 /**
- * What the readiness probe found: the store answers, does not, or refuses the configuration (its
- * credentials or permissions, or under `"strict"` a store that can lose reservations), and why.
+ * What the readiness probe found: the store answers; is still being connected to (`starting`:
+ * no probe has answered yet, within {@linkcode STARTING_MS} of the service's start); does not
+ * answer; refuses the configuration (credentials, permissions, a command); or answers but can
+ * lose reservations, refused under `"strict"` (`not-durable`), and why.
  */
-export type Readiness = { state: "up" } | { state: "down" } | { state: "config"; why: string };
+export type Readiness =
+  | { state: "up" }
+  | { state: "starting" }
+  | { state: "down" }
+  | { state: "config"; why: string }
+  | { state: "not-durable"; why: string };
+
+/** Whether the store answered the probe (`kvid_store_up`), durable or not. */
+export function storeAnswers(r: Readiness): boolean {
+  return r.state === "up" || r.state === "not-durable";
+}
+
+/** How long after the service's start a store not answering yet is `starting`, not `down` (ms). */
+export const STARTING_MS = 5_000;
 
 /** How long the probe may take before the store counts as not answering (ms). */
 export const READY_TIMEOUT_MS = 1_000;
@@ -53,19 +69,29 @@ export function readiness(options: ReadinessOptions): () => Promise<Readiness> {
   const check = async (): Promise<string | undefined> => {
     await probe();
     if (store.durability === undefined) return undefined;
-    // The generators' verdict, the one there is (engine/durability_gate.ts).
-    const judge = (d: StoreDurability) => durabilityRefusal(d, durability, "kvid", "");
+    // The generators' verdict, the one there is (engine/durability_gate.ts). No counter named:
+    // the service's whole store, in the service's own knob.
+    const judge = (d: StoreDurability) => durabilityRefusal(d, durability, "", "", SERVICE_OPT_OUT);
     const d = await store.durability("kvid", { field: "", mode: durability, stated: {}, judge });
     return judge(d)?.message;
   };
+  const started = Date.now();
+  let answered = false;
   return async () => {
     try {
       const refusal = await withDeadline(check(), READY_TIMEOUT_MS, () => new Error("slow"));
-      return refusal === undefined ? { state: "up" } : { state: "config", why: refusal };
+      answered = true;
+      return refusal === undefined ? { state: "up" } : { state: "not-durable", why: refusal };
     } catch (err) {
       // The probe's own words (a reply error of the client) or the generators' last error.
       const kvid = err instanceof KvIdError ? err : toKvIdError(err, "kvid", "");
-      return kvid.code === "config" ? { state: "config", why: CONFIG_REFUSED } : { state: "down" };
+      if (kvid.code === "config") {
+        answered = true;
+        return { state: "config", why: CONFIG_REFUSED };
+      }
+      return !answered && Date.now() - started < STARTING_MS
+        ? { state: "starting" }
+        : { state: "down" };
     }
   };
 }

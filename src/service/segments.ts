@@ -18,6 +18,7 @@ import { checkedName } from "./names.ts";
 import { MAX_RECEIPTS_PER_RELEASE, RECEIPT, Receipts } from "./receipts.ts";
 import { readLimited } from "./request.ts";
 import { errorResponse, unavailable, worthRetry } from "./respond.ts";
+import { notDurable } from "./refusals.ts";
 /** The hash of the service's counters: `KvId`'s default key, so both see the same counters. */
 const SEGMENT_KEY = "kvid";
 /** Segment reservations the service has at its store at once, at most. */
@@ -366,6 +367,7 @@ export class SegmentRoutes {
     if (e.reason === "name-too-long") {
       return errorResponse(400, "bad_name", "the name is too long for this store");
     }
+    if (e.reason === "not-durable") return notDurable(e);
     if (e.code === "config") {
       return errorResponse(
         500,

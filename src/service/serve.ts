@@ -222,6 +222,9 @@ export function serveFromEnv(
       log(`kvid service: listening on http://${shown}:${port}/`);
     },
   });
+  // The store's driver loaded and its connection opened now, not at the first request: on an
+  // empty cache node-redis is fetched while the service starts (/readyz says "starting").
+  config.options.ready?.().catch(() => {});
   let stopped: Promise<void> | undefined;
   return {
     listener: l,

@@ -120,6 +120,7 @@ export {
   MAX_MEMBERS,
 } from "./interleaved/interleaved_store.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis/redis_store.ts";
+export { openStore, type OpenStoreOptions, type UrlStore } from "./store_url.ts";
 export type {
   AnyReserveOptions,
   AnyStore,

@@ -15,15 +15,68 @@
  */
 
 import { KvIdError } from "../contract/errors.ts";
+import { toKvIdError } from "../contract/store_errors.ts";
 import type { AnyStore } from "../contract/store.ts";
+import { importDriver } from "./drivers.ts";
+import type { NodeRedisLike } from "./redis/adapters.ts";
 import { MYSQL_URL } from "./mysql/url.ts";
 import { POSTGRES_URL } from "./postgres/url.ts";
 
 export type { OpenedStore, StoreOpener } from "./store_opener.ts";
 import type { OpenedStore, StoreOpener } from "./store_opener.ts";
 
-/** A Redis, Valkey or Kvrocks URL: opened by the caller's Redis client, not here. */
-const REDIS_URL: StoreOpener<"redis"> = { kind: "redis", schemes: ["redis:", "rediss:"] };
+/** What of node-redis the Redis opener uses (its own type: see the PostgreSQL opener's). */
+interface NodeRedisModule {
+  createClient(options: {
+    url: string;
+    socket: {
+      connectTimeout: number;
+      reconnectStrategy: (n: number, cause: Error) => number | Error;
+    };
+  }): {
+    on(event: "error", listener: () => void): unknown;
+    connect(): Promise<unknown>;
+    ping(): Promise<unknown>;
+    close(): Promise<unknown>;
+  };
+}
+
+/**
+ * A Redis, Valkey or Kvrocks URL: a {@linkcode RedisStore} on a node-redis client, both imported
+ * only when such a URL is used. The service and the CLI open these with their own client (which
+ * also sends hash commands the contract has no call for); {@linkcode openStore} with this one.
+ */
+const REDIS_URL: StoreOpener<"redis"> = {
+  kind: "redis",
+  schemes: ["redis:", "rediss:"],
+  also: { giveBack: true, counters: true, reservesStep: true },
+  async open(url, { timeout }) {
+    const [{ createClient }, { RedisStore }, { fromNodeRedis }] = await Promise.all([
+      importDriver<NodeRedisModule>("redis", "a redis:// URL"),
+      import("./redis/redis_store.ts"),
+      import("./redis/adapters.ts"),
+    ]);
+    let connected = false;
+    const client = createClient({
+      url,
+      socket: {
+        connectTimeout: timeout,
+        // The first connection fails with its reason (the next use tries again); once connected,
+        // a lost connection is retried by the client.
+        reconnectStrategy: (n: number, cause: Error) =>
+          connected ? Math.min(50 * 2 ** Math.min(n, 6), 2_000) : cause,
+      },
+    });
+    client.on("error", () => {}); // reported through the commands that fail
+    await client.connect();
+    connected = true;
+    return {
+      store: new RedisStore(fromNodeRedis(client as unknown as NodeRedisLike)),
+      ping: async () => void await client.ping(),
+      close: async () => void await client.close(),
+    };
+  },
+};
 
 /** Every kind of store a URL can name, by scheme: one entry per store that has URLs. */
 export const STORE_URLS = [REDIS_URL, POSTGRES_URL, MYSQL_URL] as const;
@@ -92,9 +145,9 @@ export interface UrlStore {
 }
 
 /**
- * The store of a non-Redis URL, made lazily: nothing is imported or connected until the first
- * reservation or {@linkcode UrlStore.ready}. Redis URLs are left to the caller's own Redis
- * client (the service's, the CLI's), which also sends commands the contract has none for; an unknown scheme is
+ * The store of a URL, made lazily: nothing is imported or connected until the first
+ * reservation or {@linkcode UrlStore.ready}. The service and the CLI open Redis URLs with their
+ * own Redis client, which also sends commands the contract has none for; an unknown scheme is
  * refused at once with a `"config"` {@linkcode KvIdError}.
  *
  * @example PostgreSQL: nothing is loaded or connected until the first ID
@@ -128,7 +181,11 @@ export function storeFromUrl(
   const open = () => {
     if (closed) return Promise.reject(new KvIdError("closed", `${what}: the store was closed`));
     if (opened === undefined) {
-      const made = factory(url, { timeout });
+      // Its failure in the contract's words: a host that does not resolve or a refused login
+      // is "config" at once, a server that is down "connection", retried by the caller.
+      const made = factory(url, { timeout }).catch((err) => {
+        throw toKvIdError(err, "", "");
+      });
       opened = made;
       made.catch(() => { // a failed connection is tried again on the next call
         if (opened === made) opened = undefined;
@@ -201,4 +258,60 @@ export function storeFromUrl(
     },
     label: redactStoreUrl(url),
   };
+}
+
+/** Options of {@linkcode openStore}. */
+export interface OpenStoreOptions {
+  /**
+   * How long connecting may take, in ms (each use waits at most the generator's own `timeout`).
+   *
+   * @default {5000}
+   */
+  timeout?: number;
+}
+
+/**
+ * A {@linkcode Store} from a URL, by the rules of the service's `KVID_STORE_URL` and the CLI's
+ * `--url`: the scheme picks the store, whose driver is imported on the first use (nothing is
+ * loaded or connected before), so an application fetches only the driver of its own scheme.
+ *
+ * | scheme                         | store                                | driver (npm) |
+ * | ------------------------------ | ------------------------------------ | ------------ |
+ * | `redis://`, `rediss://`        | `RedisStore` (Redis, Valkey, Kvrocks) | `redis` 5    |
+ * | `postgres://`, `postgresql://` | `PostgresStore`                      | `pg` 8       |
+ * | `mysql://`                     | `MySqlStore` (MySQL, MariaDB)        | `mysql2` 3   |
+ *
+ * On Deno the driver comes as `npm:<driver>@<range>` (nothing to install); on Node and Bun the
+ * application installs it (`npm install pg`). An unknown scheme or a text that is not a URL is a
+ * `"config"` {@linkcode KvIdError} at once; so are a host that does not resolve and refused
+ * credentials, on the first use. `close()` closes the connection it opened.
+ *
+ * @example A generator on a URL
+ * ```ts ignore
+ * import { KvId } from "@kvid/core";
+ * import { openStore } from "@kvid/core/store";
+ *
+ * const opened = openStore("redis://127.0.0.1:6379");
+ * const ORDER_ID = new KvId("order", { store: opened.store });
+ * console.log(await ORDER_ID.next());
+ * await ORDER_ID.close();
+ * await opened.close();
+ * ```
+ *
+ * @example Refused at once
+ * ```ts
+ * import { openStore } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(() => openStore("http://127.0.0.1:6379"), /unknown scheme "http:"/);
+ * ```
+ *
+ * @param url A `redis://`, `rediss://`, `postgres://`, `postgresql://` or `mysql://` URL.
+ * @param options How long connecting may take.
+ * @returns The store (connecting on first use), its readiness probe, `close()`, and the URL
+ *   without its password.
+ * @throws {KvIdError} `"config"` for a text that is not a URL or an unknown scheme.
+ */
+export function openStore(url: string, options: OpenStoreOptions = {}): UrlStore {
+  return storeFromUrl(url, { timeout: options.timeout ?? 5_000, what: "openStore()" });
 }

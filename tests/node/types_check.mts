@@ -41,3 +41,19 @@ try {
 import("@kvid/core").then((m) => m.waitForReplicas);
 console.log(n, b, batch, stats.step, day);
 await shutdown();
+
+// The other entry points of the build, each with its own types.
+import type { Store } from "@kvid/core/store";
+import { HttpStore } from "@kvid/core/client";
+import { decimal, withCodec } from "@kvid/core/codec";
+import { PostgresStore } from "@kvid/core/postgres";
+import { MySqlStore } from "@kvid/core/mysql";
+
+const sqlStores: Store[] = [
+  new PostgresStore({ query: () => Promise.resolve({ rows: [] }) }),
+  new MySqlStore({ query: () => Promise.resolve([]) }),
+  new HttpStore("http://ids.internal:8000", { token: "0123456789abcdef0123" }),
+];
+const invoice: Promise<string> = withCodec(new KvId("invoice", { store: sqlStores[0] }), decimal(8))
+  .next();
+void invoice;

@@ -8,6 +8,12 @@
  * @module
  */
 
+import {
+  checkDurability,
+  DURABILITY_HELP,
+  DURABILITY_OPTION,
+  durabilityMode,
+} from "../durability_check.ts";
 import { MAX_ID } from "../../contract/store.ts";
 import { LAYOUT_FIELD_PREFIX } from "../../stores/interleaved/layout.ts";
 import { LUA_BELOW } from "../../stores/redis/redis_store.ts";
@@ -235,8 +241,12 @@ not exist is an error (exit 1) unless --create is given. --json prints
 the counter is read, then raised by one guarded reservation of the ID <value> itself (never
 handed out), which leaves the counter at <value>.
 
-  --create          Create the counter at <value> if it does not exist`,
-  options: { create: { type: "boolean" } },
+A store that can lose reservations is refused (exit 1), as a generator refuses it, unless
+--durability best-effort is given.
+
+  --create          Create the counter at <value> if it does not exist
+${DURABILITY_HELP}`,
+  options: { create: { type: "boolean" }, ...DURABILITY_OPTION },
   args: ["name", "value"],
   anyStore: "floor",
   parse({ args: { name, value: text }, values }) {
@@ -247,9 +257,11 @@ handed out), which leaves the counter at <value>.
     }
     const value = BigInt(text).toString();
     const create = values.create === true;
+    const mode = durabilityMode(values.durability);
     return {
       async run({ key, json, target, out }) {
         if (!create) await mustExist(target, key, name);
+        await checkDurability(target, key, name, mode);
         const { outcome, old } = target.redis === undefined
           ? await raiseThroughStore(target, key, name, value)
           : await raiseOnRedis(target, key, name, value);

@@ -5,6 +5,12 @@
  */
 
 import { type Command, integerArg, mustExist, printIds } from "../command.ts";
+import {
+  checkDurability,
+  DURABILITY_HELP,
+  DURABILITY_OPTION,
+  durabilityMode,
+} from "../durability_check.ts";
 
 /** The most IDs one `next` reserves. */
 export const MAX_COUNT = 10_000_000;
@@ -21,11 +27,17 @@ HINCRBY; SQL: one UPDATE) and print them, one per line; they are never handed ou
 generator. A counter that does not exist
 is an error (exit 1: a typo would start a new counter at 1) unless --create is given (the
 check reads it first: Redis HGET, elsewhere the store's counters()).
---json prints {"key", "name", "first", "last", "count"}.
+A store that can lose reservations is refused (exit 1), as a generator refuses it, unless
+--durability best-effort is given. --json prints {"key", "name", "first", "last", "count"}.
 
   -n, --count <N>   How many IDs. Default 1
-  --create          Start the counter if it does not exist`,
-  options: { count: { type: "string", short: "n" }, create: { type: "boolean" } },
+  --create          Start the counter if it does not exist
+${DURABILITY_HELP}`,
+  options: {
+    count: { type: "string", short: "n" },
+    create: { type: "boolean" },
+    ...DURABILITY_OPTION,
+  },
   args: ["name"],
   anyStore: "next",
   parse({ args: { name }, values }) {
@@ -33,9 +45,11 @@ check reads it first: Redis HGET, elsewhere the store's counters()).
       ? 1
       : integerArg("-n", values.count as string, 1, MAX_COUNT);
     const create = values.create === true;
+    const mode = durabilityMode(values.durability);
     return {
       async run({ key, json, target, out }) {
         if (!create) await mustExist(target, key, name);
+        await checkDurability(target, key, name, mode);
         // Whatever the server says (an admin tool): no floor, no guard; exact past 2^53.
         const { ranges } = await target.store.reserve(key, name, count, {
           floor: 0n,

@@ -7,7 +7,7 @@
  */
 
 import { KvIdError } from "../../contract/errors.ts";
-import { errorMessage } from "../../contract/store_errors.ts";
+import { errorMessage, unusableAddress } from "../../contract/store_errors.ts";
 
 /** The server's error number, or undefined for a client-side or network failure. */
 export function mysqlErrno(err: unknown): number | undefined {
@@ -41,6 +41,9 @@ export function mysqlError(err: unknown, key: string, field: string, table: stri
   const message = errorMessage(err);
   const errno = mysqlErrno(err);
   if (errno === undefined) {
+    if (unusableAddress(err)) {
+      return new KvIdError("config", `MySQL's address is not usable: ${message}`, where);
+    }
     return new KvIdError("connection", `MySQL could not be reached: ${message}`, where);
   }
   const said = `${message} (errno ${errno})`;

@@ -7,7 +7,7 @@
  */
 
 import { KvIdError } from "../../contract/errors.ts";
-import { errorMessage } from "../../contract/store_errors.ts";
+import { errorMessage, unusableAddress } from "../../contract/store_errors.ts";
 
 /** The SQLSTATE of a server error, or undefined for a client-side or network failure. */
 export function sqlState(err: unknown): string | undefined {
@@ -43,6 +43,9 @@ export function postgresError(
   const message = errorMessage(err);
   const state = sqlState(err);
   if (state === undefined) {
+    if (unusableAddress(err)) {
+      return new KvIdError("config", `PostgreSQL's address is not usable: ${message}`, where);
+    }
     return new KvIdError("connection", `PostgreSQL could not be reached: ${message}`, where);
   }
   const said = `${message} (SQLSTATE ${state})`;

@@ -82,6 +82,9 @@ function unknownOrThrow(err: unknown, key: string): string {
   if (!isReplyError(err)) throw err; // a lost connection: the probe fails, transient
   const error = toKvIdError(err, key, "");
   if (error.code === "unavailable") throw err;
+  // Refused credentials refuse every command, the reservation too: a configuration error, not
+  // a server that keeps its settings to itself.
+  if (/(^|: )(NOAUTH|WRONGPASS)/.test(errorMessage(err))) throw error;
   return error.message;
 }
 
@@ -300,7 +303,7 @@ export function durabilityOf(
         ? settings.save === "off" ? "no snapshots either" : "snapshots unknown"
         : `snapshots only, save "${settings.save}"`;
       problems.push(
-        `AOF is off (appendonly no, ${snapshots}): a crash or restart of the server takes the counters back to the last snapshot (or to nothing) and fresh generators re-issue the IDs handed out since; set appendonly yes (appendfsync always, or everysec), or confirm each reservation on replicas (replicas: N)`,
+        `AOF is off (appendonly no, ${snapshots}): a crash or restart of the server takes the counters back to the last snapshot (or to nothing) and fresh generators re-issue the IDs handed out since; turn AOF on (CONFIG SET appendonly yes, and appendonly yes in the config file; appendfsync always, or everysec), or confirm each reservation on replicas (replicas: N)`,
       );
     } else if (appendonly === "unknown" && (options.replicas ?? 0) === 0) {
       problems.push(

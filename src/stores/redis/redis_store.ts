@@ -4,7 +4,7 @@
  * @module
  */
 
-import { KvIdError } from "../../contract/errors.ts";
+import { KvIdError, reasonOf } from "../../contract/errors.ts";
 import type {
   AnyReserveOptions,
   CachedReads,
@@ -405,7 +405,7 @@ export class RedisStore
     try {
       return await this.#resolve();
     } catch (cause) {
-      throw new KvIdError("connection", "the Redis client factory failed", { key, field, cause });
+      throw factoryFailed(cause, key, field);
     }
   }
 
@@ -554,4 +554,20 @@ export class RedisStore
       throw toKvIdError(err, key, field);
     }
   }
+}
+
+/**
+ * The Redis client factory's failure, with its reason: a permanent one (a host that does not
+ * resolve, a scheme the client refuses, refused credentials) as `"config"`, said at once; any
+ * other as `"connection"`, retried until the caller's deadline.
+ */
+function factoryFailed(cause: unknown, key: string, field: string): KvIdError {
+  const mapped = toKvIdError(cause, key, field);
+  const code = mapped.code === "config" ? "config" : "connection";
+  return new KvIdError(code, `the Redis client factory failed: ${reasonOf(mapped)}`, {
+    key,
+    field,
+    cause,
+    reason: mapped.reason,
+  });
 }
