@@ -342,7 +342,21 @@ Deno.test({
       assert.ok(made > 1000, `${made} IDs`);
       // Each IdRuns checked its generator's IDs increase as they were added.
       assertDisjoint(ids);
-      for (const g of gens) assert.equal(g.stats().failures, 0, "redirects are the client's job");
+      // Redirects are the client's job: no failure where nothing confirms a reservation (Redis
+      // 7.0). Where WAITAOF confirms each one (Valkey 8, Redis 7.2+), it is sent to the node
+      // owning the slot in the client's map: when that changed between the reservation and its
+      // confirmation, the connection check refuses the confirmation and the range is spent and
+      // reserved again (a counted failure, never an error to a caller nor a duplicate).
+      const serverInfo = String(await command(nodes[0].url, "INFO", "server"));
+      const [major, minor] = (/redis_version:(\d+)\.(\d+)/.exec(serverInfo) ?? []).slice(1).map(
+        Number,
+      );
+      const waitAof = major > 7 || (major === 7 && minor >= 2);
+      for (const g of gens) {
+        const { failures } = g.stats();
+        if (waitAof) assert.ok(failures <= redirects.ASK + redirects.MOVED, `${failures} failures`);
+        else assert.equal(failures, 0, "redirects are the client's job");
+      }
       const counter = Number(await ioredis.hget("kvid", name));
       const highest = ids.reduce((m, r) => Math.max(m, r.max), 0);
       assert.ok(counter >= highest, "the counter moved with its hash");

@@ -60,3 +60,23 @@ Deno.test("interleaved: each reservation starts at the member after the last one
     for (const kv of kvs) kv.close();
   }
 });
+
+Deno.test("interleaved: a floor between block edges starts at the first block above it, on every member", async () => {
+  using kvA = await Deno.openKv(":memory:");
+  using kvB = await Deno.openKv(":memory:");
+  const store = new InterleavedStore([new DenoKvStore(kvA), new DenoKvStore(kvB)], { block: 10 });
+  // Floor 25: block 2 (21..30) holds 21..25, which the floor says are issued; each member jumps
+  // to its first block starting above 25: member 0 to 41..50, member 1 to 31..40.
+  const firsts: bigint[] = [];
+  for (let i = 0; i < 2; i++) {
+    const r = await store.reserve("kvid", "floored", 10, {
+      floor: 25n,
+      raiseTo: 25n,
+      guard: true,
+      exact: true,
+    });
+    for (const range of r.ranges) assert.ok(range.first > 25n, `got ${range.first}..`);
+    firsts.push(r.ranges[0].first);
+  }
+  assert.deepEqual(firsts.sort(), [31n, 41n]);
+});

@@ -48,6 +48,9 @@ const INTERLEAVED_ANY = [
 ];
 
 const UNIT_OUTAGE = "tests/outage_test.ts";
+const EVIDENCE2 = "tests/evidence_36_test.ts";
+const WAITAOF = "tests/faults/wait_aof_test.ts";
+const HTTP_REPLIES = "tests/http_store_replies_test.ts";
 
 const kvid = "src/engine/kvid.ts";
 const reservation = "src/engine/reservation.ts";
@@ -936,6 +939,143 @@ export const MUTATIONS: readonly Mutation[] = [
     from: "this.#next = (i + 1) % n;",
     to: "this.#next = i;",
     tests: INTERLEAVED_ANY,
+  },
+  // Issue 36: the behaviours an independent audit found no test catching.
+  {
+    id: "giveback/release-late-at-mark",
+    what: "a store that releases only its top never gets a late range at or below the mark",
+    file: "src/engine/give_back.ts",
+    from: "if (r === undefined || r.first <= high) return undefined;",
+    to: "if (r === undefined) return undefined;",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "store/wait-aof-confirms-nothing",
+    what: "a WAITAOF answer that fsynced nothing locally (0) is not a confirmation",
+    file: "src/stores/redis/confirm.ts",
+    from: "if (local.value < 1n) {",
+    to: "if (local.value < 0n) {",
+    tests: [WAITAOF],
+  },
+  {
+    id: "durability/refusal-read-again",
+    what: "a refused store is read again before the retry, never accepted unread",
+    file: "src/engine/durability_gate.ts",
+    from: "this.#read = d;\n    const refusal",
+    to: "this.#read = d;\n    this.#due = false;\n    const refusal",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "interleaved/merge-loss-without-crash",
+    what: "a member that loses IDs without a crash (eviction) makes the merged read say so",
+    file: "src/contract/durability.ts",
+    from: "lossWithoutCrash ||= d.lossWithoutCrash === true;",
+    to: "",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "floor/equal-refused",
+    what: "an ID equal to the floor option's value is refused (the user's data holds it)",
+    file: reservation,
+    from: "if (userFloor > 0n && lowest !== undefined && lowest <= userFloor) {",
+    to: "if (userFloor > 0n && lowest !== undefined && lowest < userFloor) {",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "floor/never-lowered",
+    what: "the floor option's value only rises: a later, smaller answer is ignored",
+    file: "src/engine/user_floor.ts",
+    from: "if (floor > this.value) this.value = floor;",
+    to: "this.value = floor;",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "floor/late-at-mark-rollback",
+    what: "a late reservation starting exactly at the mark is reported as a rollback",
+    file: reservation,
+    from: "if (!reply.raised && !(floor > 0n && first !== undefined && first <= floor)) return;",
+    to: "if (!reply.raised && !(floor > 0n && first !== undefined && first < floor)) return;",
+    tests: [EVIDENCE2, LATE],
+  },
+  {
+    id: "pool/dropped-on-raise",
+    what: "a raised counter (the server lost data) drops its pool of given-back ranges",
+    file: "src/stores/redis/scripts.ts",
+    from: "if pool and raised == 1 then",
+    to: "if pool and raised == 2 then",
+    tests: [EVIDENCE2],
+  },
+  {
+    id: "interleaved/first-block-rounds-up",
+    what: "the first block above a floor is the one at or above it, never the one below",
+    file: "src/stores/interleaved/interleaved_store.ts",
+    from: "const firstBlock = (floor + b - 1n) / b;",
+    to: "const firstBlock = floor / b;",
+    tests: INTERLEAVED_ANY,
+  },
+  {
+    id: "mysql/names-case-sensitive",
+    what: 'MySQL names are utf8mb4_bin: "Order" and "order" are two counters',
+    file: mysqlStore,
+    from: "name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",
+    to: "name VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL,",
+    tests: [MYSQL],
+  },
+  {
+    id: "mysql/collation-checked",
+    what: "a table made by hand whose names fold case (a _ci collation) is refused",
+    file: sqlValues,
+    from: ': typeof collation === "string" && !/_bin$/i.test(collation)',
+    to: ": false",
+    tests: [MYSQL],
+  },
+  {
+    id: "postgres/connection-class-transient",
+    what: "a PostgreSQL connection exception (SQLSTATE 08xxx) is transient, not a reply error",
+    file: "src/stores/postgres/postgres_errors.ts",
+    from: 'if (state.startsWith("08")) {',
+    to: 'if (state.startsWith("08X")) {',
+    tests: [PG],
+  },
+  {
+    id: "http/reversed-range",
+    what: "HttpStore refuses a range whose last ID is below its first",
+    file: "src/client/http_store.ts",
+    from: "if (first <= previous || last < first || last > MAX_ID) return undefined;",
+    to: "if (first <= previous || last > MAX_ID) return undefined;",
+    tests: [HTTP_REPLIES],
+  },
+  {
+    id: "http/decimal-bounds",
+    what: 'HttpStore refuses a bound that is not a decimal integer (0x10, 1e3, " 5")',
+    file: "src/client/http_store.ts",
+    from: "if (!DECIMAL.test(r.first) || !DECIMAL.test(r.last)) return undefined;",
+    to: "",
+    tests: [HTTP_REPLIES],
+  },
+  {
+    id: "http/range-short",
+    what: "HttpStore refuses an answer of fewer IDs than asked",
+    file: "src/client/http_store.ts",
+    from: "return total === BigInt(count) ? ranges : undefined;",
+    to: "return total <= BigInt(count) ? ranges : undefined;",
+    tests: [HTTP_REPLIES],
+  },
+  {
+    id: "cli/durability-json-exit",
+    what: "kvid durability --json exits 1 for a server a generator would refuse",
+    file: "src/cli/commands/durability.ts",
+    from: "if (!d.durable) {",
+    to: "if (!d.durable && !json) {",
+    tests: ["tests/cli_durability_exit_test.ts"],
+  },
+  {
+    id: "deadline/extension-bounded",
+    what: "a late timer's second wait is at most the timeout (a hung store still fails)",
+    file: "src/runtime/deadline_timer.ts",
+    from: "entry.due = now + Math.min(late, entry.ms);",
+    to: "entry.due = now + late;",
+    tests: ["tests/deadline_timer_test.ts"],
   },
   {
     id: "service/host-syntax",

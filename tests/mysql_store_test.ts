@@ -7,6 +7,7 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
+import { KvId } from "../mod.ts";
 import { MySqlStore, type MySqlStoreOptions } from "../src/stores/mysql/mod.ts";
 import { mysqlError } from "../src/stores/mysql/mysql_errors.ts";
 import {
@@ -16,6 +17,7 @@ import {
   type SqlStore,
 } from "./sql_store_cases.ts";
 import { type SqlServer, startMariaDb } from "./sql_servers.ts";
+import { rejectsWith } from "./assert.ts";
 
 type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
 
@@ -114,6 +116,42 @@ Deno.test("MySqlStore refuses what is not a client, a table name that is not an 
 Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async (t) => {
   await using server = await startMariaDb();
   await runSqlStoreSuite(t, server, ["mysql2", "mysql2 (bigNumberStrings)"] as const, harness);
+
+  await t.step("names are case-sensitive: Order and order are two counters", async () => {
+    const pool = mysql.createPool({
+      host: server.host,
+      port: server.port,
+      user: server.user,
+      database: server.database,
+      connectionLimit: 2,
+    });
+    try {
+      const store = new MySqlStore(pool, { table: "kvid_names" });
+      const fixed = { store, minStep: 5, maxStep: 5, prefetchAt: 0 };
+      await using upper = new KvId("Order", fixed);
+      await using lower = new KvId("order", fixed);
+      assert.deepEqual(await upper.nextBatch(5), [1, 2, 3, 4, 5]);
+      assert.deepEqual(await lower.nextBatch(5), [1, 2, 3, 4, 5], "a counter of its own");
+      const [rows] = await pool.query(
+        "SELECT name, CAST(value AS CHAR) AS v FROM kvid_names ORDER BY BINARY name",
+      );
+      assert.deepEqual(
+        (rows as { name: string; v: string }[]).map((r) => `${r.name}=${r.v}`),
+        ["Order=5", "order=5"],
+      );
+      // A table made by hand with a collation that folds case: refused, naming the collation.
+      await pool.query(
+        MySqlStore.tableSql("kvid_names_ci").replaceAll("utf8mb4_bin", "utf8mb4_general_ci"),
+      );
+      await using folded = new KvId("Order", {
+        store: new MySqlStore(pool, { table: "kvid_names_ci" }),
+        timeout: 2_000,
+      });
+      await rejectsWith(folded.next(), "config", /collation utf8mb4_general_ci/);
+    } finally {
+      await pool.end();
+    }
+  });
 
   await t.step("a deadlock is transient (unavailable)", async () => {
     const options = {

@@ -7,6 +7,7 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import pg from "pg";
 import postgres from "postgres";
+import { KvId } from "../mod.ts";
 import { PostgresStore, type PostgresStoreOptions } from "../src/stores/postgres/mod.ts";
 import { postgresError } from "../src/stores/postgres/postgres_errors.ts";
 import {
@@ -122,6 +123,87 @@ Deno.test("PostgresStore refuses what is not a client, a table name that is not 
 Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and postgres.js", async (t) => {
   await using server = await startPostgres();
   await runSqlStoreSuite(t, server, ["pg", "postgres.js"] as const, harness);
+
+  await t.step(
+    "a connection exception the server sends (SQLSTATE 08P01) is transient",
+    async () => {
+      // A loopback proxy that, when armed, puts a message of no known type (byte 1) before the
+      // client's next bytes: PostgreSQL answers FATAL 08P01 (protocol violation) and closes.
+      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      let armed = false;
+      const conns = new Set<Deno.Conn>();
+      const piping: Promise<void>[] = [];
+      const pipe = async (from: Deno.Conn, to: Deno.Conn, inject: boolean) => {
+        try {
+          for await (const chunk of from.readable.values({ preventCancel: true })) {
+            if (inject && armed) {
+              armed = false;
+              await to.write(new Uint8Array([1, 0, 0, 0, 4]));
+            }
+            await to.write(chunk);
+          }
+        } catch { /* closed */ }
+        for (const c of [from, to]) {
+          try {
+            c.close();
+          } catch { /* closed already */ }
+        }
+      };
+      const accepting = (async () => {
+        for await (const client of listener) {
+          const upstream = await Deno.connect({ hostname: server.host, port: server.port });
+          conns.add(client).add(upstream);
+          piping.push(pipe(client, upstream, true), pipe(upstream, client, false));
+        }
+      })().catch(() => {});
+      const port = (listener.addr as Deno.NetAddr).port;
+      const options = {
+        host: "127.0.0.1",
+        port,
+        user: server.user,
+        password: server.password,
+        database: server.database,
+      };
+      const direct = new pg.Client(options);
+      direct.on("error", () => {});
+      const pool = new pg.Pool({ ...options, max: 1 });
+      pool.on("error", () => {});
+      try {
+        await direct.connect();
+        armed = true;
+        const err = await direct.query("SELECT 1").then(
+          () => undefined,
+          (e: { code?: string }) => e,
+        );
+        assert.equal(err?.code, "08P01", String(err));
+        assert.equal(postgresError(err, "kvid", "order", "kvid_counters").code, "connection");
+        // Through a generator: the reservation that met it is retried on a new connection.
+        await using id = new KvId("lost-link", {
+          store: new PostgresStore(pool),
+          minStep: 10,
+          maxStep: 10,
+          prefetchAt: 0,
+          timeout: 10_000,
+        });
+        assert.deepEqual(await id.nextBatch(10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        armed = true;
+        const next = await id.next().then((v) => v, (e) => e);
+        assert.ok(typeof next === "number" && next > 10, `after 08P01: ${next}`);
+        assert.ok(id.stats().failures >= 1, "the reservation met the error");
+      } finally {
+        await direct.end().catch(() => {});
+        await pool.end();
+        listener.close();
+        for (const c of conns) {
+          try {
+            c.close();
+          } catch { /* closed already */ }
+        }
+        await accepting;
+        await Promise.all(piping);
+      }
+    },
+  );
 
   await t.step("a deadlock and a serialization failure are transient (unavailable)", async () => {
     const connect = () =>

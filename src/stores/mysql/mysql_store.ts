@@ -195,7 +195,8 @@ function mysqlDialect(client: MySqlQueryable, t: string): SqlDialect {
     createTable: async () => void await client.query(MySqlStore.tableSql(t), []),
     async columns() {
       const reply = await client.query(
-        `SELECT COLUMN_NAME AS name, DATA_TYPE AS type FROM information_schema.COLUMNS
+        `SELECT COLUMN_NAME AS name, DATA_TYPE AS type, COLLATION_NAME AS collation
+FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?`,
         [schema, name],
       );

@@ -99,7 +99,9 @@ export function settingText(value: unknown): string {
 
 /**
  * Refuse a counter table whose `value` or `step` column is not of type `integer` (`"bigint"`),
- * given the rows `{ name, type }` the catalog listed (none: not visible, not checked).
+ * or whose text columns compare by a collation that is not binary (`collation`, where the
+ * catalog tells it), given the rows `{ name, type, collation? }` the catalog listed (none: not
+ * visible, not checked).
  */
 export function checkColumnTypes(
   rows: readonly Record<string, unknown>[],
@@ -111,12 +113,17 @@ export function checkColumnTypes(
 ): void {
   if (rows.length === 0) return;
   const types = new Map(rows.map((r) => [String(r.name).toLowerCase(), String(r.type)]));
+  const collations = new Map(rows.map((r) => [String(r.name).toLowerCase(), r.collation]));
   for (const column of ["hash_key", "name", "value", "step", "layout"]) {
     const type = types.get(column);
+    const collation = collations.get(column);
     const wrong = type === undefined
       ? "is missing"
       : (column === "value" || column === "step") && type.toLowerCase() !== integer
       ? `is ${type}, not ${integer}`
+      : typeof collation === "string" && !/_bin$/i.test(collation)
+      // A collation that folds case (or accents) makes "Order" and "order" one counter.
+      ? `compares names by the collation ${collation}, not a binary one (utf8mb4_bin)`
       : undefined;
     if (wrong !== undefined) {
       throw new KvIdError(

@@ -1,0 +1,372 @@
+/**
+ * The systematic mutation run: mutants generated from the code itself (its TypeScript syntax
+ * tree, `npm:typescript`), one at a time, over the files the guarantee rests on, each against
+ * the test files of its module. Where `tests/mutate.ts` applies hand-made bugs, this one applies
+ * every operator swap it finds (StrykerJS's mutators, less string literals: those are messages),
+ * so a condition no test depends on shows up without anyone guessing it.
+ *
+ * `deno task mutate:all [filter...]` (a filter keeps the files whose path contains it); not part
+ * of `deno task test` (it takes hours). Runs niced, one mutant at a time, each test file run
+ * killed after {@linkcode MUTANT_LIMIT_MS} (a hang counts as killed, said as such). Prints one
+ * line per surviving mutant and, per file, `file: N mutants, K killed, S survived, E equivalent`
+ * (equivalent: listed in {@linkcode EQUIVALENT} with a reason), then the total.
+ *
+ * Mutators: relational (`<` to `<=` and `>=`, ...), equality (`===` to `!==`), logical (`&&`
+ * to `||`, `??` to `&&`), arithmetic (`+` to `-`, ...), assignment (`+=` to `-=`, ...), update
+ * (`++` to `--`), unary (`!x` to `x`, `-x` to `x`), boolean literals, conditions (of `if`,
+ * `while`, `for`, `?:`) to `true` and to `false`, and block bodies emptied.
+ *
+ * @module
+ */
+
+import ts from "typescript";
+
+/** One file and the test files that should kill its mutants (fastest first). */
+export interface Target {
+  /** Repository-relative path. */
+  file: string;
+  /** Test files run, in this order, until one fails. */
+  tests: readonly string[];
+}
+
+/** The files the guarantee rests on, smallest and most central first. */
+export const TARGETS: readonly Target[] = [
+  {
+    file: "src/engine/give_back.ts",
+    tests: [
+      "tests/give_back_units_test.ts",
+      "tests/evidence_36_test.ts",
+      "tests/evidence_test.ts",
+      "tests/give_back_test.ts",
+    ],
+  },
+  {
+    file: "src/engine/user_floor.ts",
+    tests: [
+      "tests/user_floor_units_test.ts",
+      "tests/evidence_36_test.ts",
+      "tests/durability_test.ts",
+    ],
+  },
+  { file: "src/cli/exit.ts", tests: ["tests/cli_test.ts"] },
+  {
+    file: "src/cli/commands/durability.ts",
+    tests: ["tests/cli_durability_exit_test.ts", "tests/cli_test.ts"],
+  },
+  {
+    file: "src/engine/step.ts",
+    tests: ["tests/step_units_test.ts", "tests/engine_test.ts", "tests/evidence_test.ts"],
+  },
+  {
+    file: "src/runtime/deadline_timer.ts",
+    tests: ["tests/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
+  },
+  {
+    file: "src/stores/postgres/postgres_errors.ts",
+    tests: ["tests/sql_errors_units_test.ts", "tests/postgres_store_test.ts"],
+  },
+  {
+    file: "src/stores/mysql/mysql_errors.ts",
+    tests: ["tests/sql_errors_units_test.ts", "tests/mysql_store_test.ts"],
+  },
+  {
+    file: "src/stores/redis/confirm.ts",
+    tests: [
+      "tests/faults/wait_aof_test.ts",
+      "tests/faults/crash_aof_test.ts",
+      "tests/replicas_test.ts",
+    ],
+  },
+  {
+    file: "src/client/http_store.ts",
+    tests: ["tests/http_store_replies_test.ts", "tests/http_store_test.ts"],
+  },
+  { file: "src/codec/radix.ts", tests: ["tests/codec_edges_test.ts", "tests/codec_test.ts"] },
+  { file: "src/codec/ff1.ts", tests: ["tests/ff1_test.ts", "tests/codec_test.ts"] },
+  {
+    file: "src/engine/durability_gate.ts",
+    tests: [
+      "tests/evidence_36_test.ts",
+      "tests/redis_first_reservation_test.ts",
+      "tests/faults/states_test.ts",
+    ],
+  },
+  {
+    file: "src/engine/reservation.ts",
+    tests: [
+      "tests/engine_test.ts",
+      "tests/evidence_test.ts",
+      "tests/evidence_36_test.ts",
+      "tests/kvid_test.ts",
+    ],
+  },
+];
+
+/**
+ * Mutants shown equivalent (no test can tell them apart from the code): keyed by
+ * `file|trimmed line|original|replacement`, with why.
+ */
+export const EQUIVALENT: Readonly<Record<string, string>> = {
+  "src/engine/user_floor.ts|if (floor > this.value) this.value = floor;|>|>=":
+    "an answer equal to the value kept assigns the same bigint",
+  "src/cli/commands/durability.ts|const d = store.durability === undefined|store.durability === undefined|false":
+    "every store the CLI opens (Redis, PostgreSQL, MySQL, interleaved) has durability()",
+  "src/cli/commands/durability.ts|? { durable: true, settings: {}, problems: [] }|true|false":
+    "every store the CLI opens has durability(): this fallback is never taken",
+  // The ramp-up: outlast = ceil(rate * tripMs * 8) is <= 0 unless both are positive (tripMs is
+  // never negative, a rate never NaN: now > since), and a step is >= 1: the guard only skips it.
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|tripMs > 0 && rate > 0|true":
+    "without both positive, outlast <= 0 never exceeds a step >= 1",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|&&|||":
+    "with either not positive, outlast <= 0 never exceeds a step >= 1",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|>|>=":
+    "tripMs or rate 0 makes outlast 0, which never exceeds a step >= 1 (both operands)",
+  "src/engine/step.ts|if (outlast > this.step) this.step = Math.min(outlast, this.#max);|>|>=":
+    "outlast equal to the step sets min(step, maxStep), the step itself",
+  "src/runtime/deadline_timer.ts|let idle = false;|false|true":
+    "idle is read only while a timer exists, and the first arm() (disarm) sets it false first",
+  'src/runtime/deadline_timer.ts|return typeof t === "object" && t !== null &&|&&|||':
+    "setTimeout returns an object with ref/unref (Deno 2, Node, Bun), never null or a bare object",
+  'src/runtime/deadline_timer.ts|typeof (t as { unref?: unknown }).unref === "function" &&|&&|||':
+    "every runtime's timer object has both unref and ref, or neither",
+  "src/runtime/deadline_timer.ts|if (queue[parent].due <= entry.due) break;|<=|<":
+    "an entry moved above a parent of equal due keeps a valid heap; equal dues fire in one run()",
+  "src/runtime/deadline_timer.ts|const c = r < queue.length && queue[r].due < queue[l].due ? r : l;|<|<=":
+    "children of equal due: either is a valid heap top (the bound's <= reads past the end: killed)",
+  "src/runtime/deadline_timer.ts|if (queue[c].due >= last.due) break;|>=|>":
+    "sifting the last entry below a child of equal due keeps a valid heap",
+  "src/runtime/deadline_timer.ts|if (timer !== undefined) clearTimeout(timer);|timer !== undefined|true":
+    "clearTimeout(undefined) does nothing",
+};
+
+/** A test file run for one mutant is killed after this long. */
+export const MUTANT_LIMIT_MS = 120_000;
+
+/** One generated mutant: replace `text[start, end)` with `to`. */
+export interface Mutant {
+  start: number;
+  end: number;
+  to: string;
+  /** 1-based line of `start`. */
+  line: number;
+  /** What it does, e.g. `< -> <=`. */
+  what: string;
+  /** The key looked up in {@linkcode EQUIVALENT}. */
+  key: string;
+}
+
+const SWAPS: Partial<Record<ts.SyntaxKind, string[]>> = {
+  [ts.SyntaxKind.LessThanToken]: ["<=", ">="],
+  [ts.SyntaxKind.LessThanEqualsToken]: ["<", ">"],
+  [ts.SyntaxKind.GreaterThanToken]: [">=", "<="],
+  [ts.SyntaxKind.GreaterThanEqualsToken]: [">", "<"],
+  [ts.SyntaxKind.EqualsEqualsEqualsToken]: ["!=="],
+  [ts.SyntaxKind.ExclamationEqualsEqualsToken]: ["==="],
+  [ts.SyntaxKind.EqualsEqualsToken]: ["!="],
+  [ts.SyntaxKind.ExclamationEqualsToken]: ["=="],
+  [ts.SyntaxKind.AmpersandAmpersandToken]: ["||"],
+  [ts.SyntaxKind.BarBarToken]: ["&&"],
+  [ts.SyntaxKind.QuestionQuestionToken]: ["&&"],
+  [ts.SyntaxKind.PlusToken]: ["-"],
+  [ts.SyntaxKind.MinusToken]: ["+"],
+  [ts.SyntaxKind.AsteriskToken]: ["/"],
+  [ts.SyntaxKind.SlashToken]: ["*"],
+  [ts.SyntaxKind.PercentToken]: ["*"],
+  [ts.SyntaxKind.PlusEqualsToken]: ["-="],
+  [ts.SyntaxKind.MinusEqualsToken]: ["+="],
+  [ts.SyntaxKind.AmpersandAmpersandEqualsToken]: ["||="],
+  [ts.SyntaxKind.BarBarEqualsToken]: ["&&="],
+  [ts.SyntaxKind.QuestionQuestionEqualsToken]: ["&&="],
+};
+
+/** Every mutant of `text` (the source of `file`). */
+export function mutantsOf(file: string, text: string): Mutant[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const out: Mutant[] = [];
+  const add = (start: number, end: number, to: string, what: string) => {
+    const line = source.getLineAndCharacterOfPosition(start).line + 1;
+    const lineText = text.split("\n")[line - 1].trim();
+    const from = text.slice(start, end);
+    out.push({ start, end, to, line, what, key: `${file}|${lineText}|${from}|${to}` });
+  };
+  const condition = (e: ts.Expression | undefined) => {
+    if (e === undefined) return;
+    if (e.kind === ts.SyntaxKind.TrueKeyword || e.kind === ts.SyntaxKind.FalseKeyword) return;
+    add(e.getStart(source), e.getEnd(), "true", "condition -> true");
+    add(e.getStart(source), e.getEnd(), "false", "condition -> false");
+  };
+  const visit = (node: ts.Node): void => {
+    // Types, imports and declarations only: nothing runs there.
+    if (
+      ts.isTypeNode(node) || ts.isImportDeclaration(node) || ts.isExportDeclaration(node) ||
+      ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)
+    ) return;
+    if (ts.isBinaryExpression(node)) {
+      const swaps = SWAPS[node.operatorToken.kind];
+      for (const to of swaps ?? []) {
+        const op = node.operatorToken;
+        add(op.getStart(source), op.getEnd(), to, `${op.getText(source)} -> ${to}`);
+      }
+    }
+    if (ts.isPrefixUnaryExpression(node)) {
+      if (node.operator === ts.SyntaxKind.ExclamationToken) {
+        add(node.getStart(source), node.operand.getStart(source), "", "!x -> x");
+      } else if (
+        node.operator === ts.SyntaxKind.MinusToken && !ts.isLiteralExpression(node.operand)
+      ) {
+        add(node.getStart(source), node.operand.getStart(source), "", "-x -> x");
+      } else if (node.operator === ts.SyntaxKind.PlusPlusToken) {
+        add(node.getStart(source), node.operand.getStart(source), "--", "++ -> --");
+      } else if (node.operator === ts.SyntaxKind.MinusMinusToken) {
+        add(node.getStart(source), node.operand.getStart(source), "++", "-- -> ++");
+      }
+    }
+    if (ts.isPostfixUnaryExpression(node)) {
+      const to = node.operator === ts.SyntaxKind.PlusPlusToken ? "--" : "++";
+      add(node.operand.getEnd(), node.getEnd(), to, `x${to === "--" ? "++" : "--"} -> x${to}`);
+    }
+    if (node.kind === ts.SyntaxKind.TrueKeyword) {
+      add(node.getStart(source), node.getEnd(), "false", "true -> false");
+    }
+    if (node.kind === ts.SyntaxKind.FalseKeyword) {
+      add(node.getStart(source), node.getEnd(), "true", "false -> true");
+    }
+    if (ts.isIfStatement(node) || ts.isWhileStatement(node) || ts.isDoStatement(node)) {
+      condition(node.expression);
+    }
+    if (ts.isForStatement(node)) condition(node.condition);
+    if (ts.isConditionalExpression(node)) condition(node.condition);
+    if (ts.isBlock(node) && node.statements.length > 0) {
+      add(node.getStart(source), node.getEnd(), "{}", "block -> {}");
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+const root = new URL("..", import.meta.url).pathname;
+
+/** Copy the repository's tracked and untracked (not ignored) files to a fresh temp dir. */
+async function copyRepo(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "kvid-mutate-all-" });
+  const list = await new Deno.Command("git", {
+    args: ["ls-files", "-z", "-co", "--exclude-standard"],
+    cwd: root,
+    stdout: "piped",
+  }).output();
+  for (const file of new TextDecoder().decode(list.stdout).split("\0").filter((f) => f !== "")) {
+    const to = `${dir}/${file}`;
+    try {
+      await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
+      await Deno.copyFile(`${root}${file}`, to);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+  }
+  return dir;
+}
+
+/** Run `tests` in `dir` one at a time until one fails: what failed, or undefined. */
+async function killedBy(dir: string, tests: readonly string[]): Promise<string | undefined> {
+  for (const file of tests) {
+    // A test file this checkout does not have (an older one, scored for "before"): skipped.
+    if (!(await Deno.stat(`${dir}/${file}`).then(() => true, () => false))) continue;
+    // setsid: the run and the servers its tests start form one process group, killed together.
+    const child = new Deno.Command("setsid", {
+      args: [
+        "nice",
+        "-n",
+        "10",
+        "deno",
+        "test",
+        "-A",
+        "--no-check",
+        "--fail-fast",
+        "--sanitize-ops",
+        "--sanitize-resources",
+        file,
+      ],
+      cwd: dir,
+      env: { KVID_TEST_LIMIT_MS: String(MUTANT_LIMIT_MS / 2), NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    let hung = false;
+    const timer = setTimeout(() => {
+      hung = true;
+      try {
+        Deno.kill(-child.pid, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+    }, MUTANT_LIMIT_MS);
+    const out = await child.output();
+    clearTimeout(timer);
+    if (hung) return `${file} (hang)`;
+    if (out.code !== 0) {
+      const text = new TextDecoder().decode(out.stdout);
+      const limit = /did not finish within/.test(text) ? " (test time limit)" : "";
+      return `${file}${limit}`;
+    }
+  }
+  return undefined;
+}
+
+if (import.meta.main) {
+  const args = Deno.args.filter((a) => !a.startsWith("--"));
+  const list = Deno.args.includes("--list");
+  const targets = TARGETS.filter((t) => args.length === 0 || args.some((a) => t.file.includes(a)));
+  const dir = list ? "" : await copyRepo();
+  const totals = { mutants: 0, killed: 0, survived: 0, equivalent: 0 };
+  try {
+    for (const target of targets) {
+      const path = `${dir || root}/${target.file}`;
+      const original = await Deno.readTextFile(path);
+      const mutants = mutantsOf(target.file, original);
+      if (list) {
+        for (const m of mutants) console.log(`${target.file}:${m.line} ${m.what}`);
+        console.log(`${target.file}: ${mutants.length} mutants`);
+        continue;
+      }
+      const base = await killedBy(dir, target.tests);
+      if (base !== undefined) {
+        console.log(`${target.file}: ${base} fails without any mutant: skipped`);
+        continue;
+      }
+      let killed = 0, survived = 0, equivalent = 0;
+      for (const m of mutants) {
+        await Deno.writeTextFile(path, original.slice(0, m.start) + m.to + original.slice(m.end));
+        let by: string | undefined;
+        try {
+          by = await killedBy(dir, target.tests);
+        } finally {
+          await Deno.writeTextFile(path, original);
+        }
+        const why = EQUIVALENT[m.key];
+        if (by !== undefined) killed++;
+        else if (why !== undefined) {
+          equivalent++;
+          console.log(`equivalent ${target.file}:${m.line} ${m.what}: ${why}`);
+        } else {
+          survived++;
+          console.log(`SURVIVED  ${target.file}:${m.line} ${m.what}  [${m.key}]`);
+        }
+      }
+      console.log(
+        `${target.file}: ${mutants.length} mutants, ${killed} killed, ${survived} survived, ${equivalent} equivalent`,
+      );
+      totals.mutants += mutants.length;
+      totals.killed += killed;
+      totals.survived += survived;
+      totals.equivalent += equivalent;
+    }
+    if (!list) {
+      console.log(
+        `${totals.mutants} mutants, ${totals.killed} killed, ${totals.survived} survived, ${totals.equivalent} equivalent`,
+      );
+    }
+  } finally {
+    if (dir) await Deno.remove(dir, { recursive: true });
+  }
+}
