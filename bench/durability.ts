@@ -14,7 +14,7 @@
 
 import { fromNodeRedis, KvId, type RedisClient } from "../mod.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
-import type { Store } from "../src/stores/mod.ts";
+import type { Release, StepMemory, Store } from "../src/stores/mod.ts";
 import { createClient } from "redis";
 import { benchServer, quantile, RUN_ID } from "./_server.ts";
 
@@ -46,7 +46,7 @@ const server = await benchServer(); // stopped when the process exits
 const raw = await createClient({ url: server.url }).connect();
 const redis = new Counting(fromNodeRedis(raw));
 const probed = new RedisStore(redis);
-const blind: Store = {
+const blind: Store & StepMemory & Release = {
   reserve: (...a) => probed.reserve(...a),
   loadStep: (...a) => probed.loadStep(...a),
   saveStep: (...a) => probed.saveStep(...a),

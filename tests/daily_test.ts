@@ -10,7 +10,7 @@ import { MAX_DIGITS } from "../src/daily/daily.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, ownServers, startNoScriptingServer, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
-import type { Store } from "../src/stores/mod.ts";
+import type { DayCleanup, ServerClock, Store } from "../src/stores/mod.ts";
 
 /** A wall clock the test sets by hand. */
 function wallClock(iso: string) {
@@ -594,7 +594,7 @@ Deno.test({
 
 Deno.test("DailyId cleanup failures: a store that never answers times out, the rest are named", async () => {
   const clock = () => Date.UTC(2026, 10, 30, 12); // 2026-11-30: keepDays 7 keeps from 23 November
-  const hung: Store = {
+  const hung: Store & ServerClock & DayCleanup = {
     reserve: () => Promise.reject(new Error("not used")),
     now: () => new Promise<number>(() => {}), // never settles
     deleteDaysBefore: () => Promise.resolve(0),

@@ -7,7 +7,7 @@
 import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type KvIdOptions } from "../mod.ts";
-import type { Reservation, ReserveOptions, Store } from "../src/stores/mod.ts";
+import type { Reservation, ReserveOptions, StepMemory, Store } from "../src/stores/mod.ts";
 import { SegmentBuffer } from "../src/engine/segment_buffer.ts";
 import { StepSizer } from "../src/engine/step.ts";
 
@@ -378,11 +378,14 @@ Deno.test("close() takes one timeout in all: the reservation in flight, then the
 });
 
 Deno.test("calls waiting size the reservation, those that came during first use too", async () => {
-  /** A store whose remembered-step lookup is answered by the test. */
-  class SlowLookup extends ScriptedStore {
+  /** A store whose remembered-step lookup is answered by the test (step memory: both halves). */
+  class SlowLookup extends ScriptedStore implements StepMemory {
     lookup = Promise.withResolvers<number | undefined>();
     loadStep(): Promise<number | undefined> {
       return this.lookup.promise;
+    }
+    saveStep(): Promise<void> {
+      return Promise.resolve();
     }
   }
   const store = new SlowLookup();

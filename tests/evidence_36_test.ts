@@ -11,7 +11,14 @@ import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { InterleavedStore } from "../src/stores/interleaved/interleaved_store.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { UserFloor } from "../src/engine/user_floor.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../src/contract/store.ts";
+import type {
+  DurabilityFacts,
+  IdRange,
+  Release,
+  Reservation,
+  ReserveOptions,
+  Store,
+} from "../src/contract/store.ts";
 import { poolField } from "../src/stores/mod.ts";
 import { openClient, Spy } from "./clients.ts";
 import { command, startNoScriptingServer, startServer } from "./server.ts";
@@ -37,7 +44,7 @@ Deno.test("give-back: a store that releases only its top never gets a late range
   let sent = 0;
   const held: { gate?: Promise<void> } = {};
   let onSent: (() => void) | undefined;
-  const store: Store = {
+  const store: Store & Release = {
     async reserve(key: string, field: string, n: number, o: ReserveOptions): Promise<Reservation> {
       sent++;
       onSent?.();
@@ -164,7 +171,7 @@ Deno.test("durability: a refused store is read again before every retry", async 
   await using client = await openClient("node-redis", server.url);
   const store = new RedisStore(client.redis);
   let reads = 0;
-  const counted: Store = {
+  const counted: Store & DurabilityFacts = {
     reserve: (k, f, n, o) => store.reserve(k, f, n, o),
     durability: (k, o) => {
       reads++;

@@ -11,6 +11,7 @@
  * @module
  */
 
+import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DRIVERS } from "../src/stores/drivers.ts";
 

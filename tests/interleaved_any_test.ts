@@ -9,7 +9,12 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
-import { InterleavedStore, RedisStore, type Store } from "../src/stores/mod.ts";
+import {
+  InterleavedStore,
+  type MemberReserveOptions,
+  RedisStore,
+  type Store,
+} from "../src/stores/mod.ts";
 import { CLIENTS, type OpenClient, openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 import { assertIncreasing, rejectsWith } from "./assert.ts";
@@ -148,7 +153,7 @@ Deno.test(
         Promise.resolve({
           ranges: [{ first: 1n, last: BigInt(count + 1) }],
           raised: false,
-          layout: options.layout,
+          layout: (options as MemberReserveOptions).layout,
         }),
     });
     // Both members see the same bad state (two on one server or file). The first one asked

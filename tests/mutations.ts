@@ -546,9 +546,18 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "first/one-call",
     what: "a client's first ID is one round trip (the durability read in the reservation)",
     file: "src/engine/durability_gate.ts",
-    from: "return store.readsDurability === true && store.durability !== undefined && this.#due &&",
-    to: "return false &&",
+    from: "return readsDurabilityInReserve(store) && this.#due && this.#read === undefined;",
+    to: "return false;",
     tests: ["tests/redis_first_reservation_test.ts"],
+  },
+  {
+    id: "first/doubt-forgets-reads",
+    what:
+      "a generator's doubt (a refusal, a transient failure) makes its store read the server again",
+    file: "src/engine/durability_gate.ts",
+    from: "  if (hasCachedReads(store)) store.forgetReads();",
+    to: "",
+    tests: ["tests/durability_shared_test.ts"],
   },
   // Error classes (src/contract/store_errors.ts).
   {

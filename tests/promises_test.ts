@@ -9,7 +9,7 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../mod.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
-import type { Reservation, ReserveOptions, Store } from "../src/contract/store.ts";
+import type { Release, Reservation, ReserveOptions, Store } from "../src/contract/store.ts";
 import { openClient } from "./clients.ts";
 import { command, startServer } from "./server.ts";
 import { assertIncreasing } from "./assert.ts";
@@ -226,7 +226,7 @@ Deno.test("promises against a real server", async (t) => {
     // The same through a store that can only lower the counter (release, as Deno KV's): only
     // the contiguous top, 21..30, goes back; 7..10 below Rust's range stays a gap.
     const inner = new RedisStore(client.redis);
-    const releaseOnly: Store = {
+    const releaseOnly: Store & Release = {
       reserve: (key, field, n, o) => inner.reserve(key, field, n, o),
       release: (key, field, range) => inner.release(key, field, range),
     };

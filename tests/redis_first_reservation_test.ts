@@ -11,11 +11,12 @@ import "./deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RedisClient } from "../mod.ts";
 import {
+  type AnyReserveOptions,
   type DurabilityOptions,
   poolField,
-  type ReserveOptions,
   stepField,
 } from "../src/contract/store.ts";
+import { durabilityRefusal } from "../src/engine/durability_gate.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { CLIENTS, openClient } from "./clients.ts";
 import { command, redisOnly, startServer } from "./server.ts";
@@ -150,17 +151,23 @@ Deno.test({
   },
 });
 
-const RESERVE: ReserveOptions = {
+// The stores below are made with { waitAof: true }, what a generator's default asks.
+const RESERVE: AnyReserveOptions = {
   floor: 0n,
   raiseTo: 0n,
   guard: true,
   exact: false,
-  waitAof: true,
   loadStep: true,
   maxCount: 1_000,
   pool: true,
 };
-const ASKED: DurabilityOptions = { field: "order", mode: "strict", replicas: 0, stated: {} };
+/** What a generator in `mode` asks: its verdict, the engine's. */
+function asked(mode: "strict" | "best-effort" = "strict"): DurabilityOptions {
+  const judge = (d: Parameters<DurabilityOptions["judge"]>[0]) =>
+    durabilityRefusal(d, mode, "kvid", "order");
+  return { field: "order", mode, stated: {}, judge };
+}
+const ASKED = asked();
 
 Deno.test({
   name: "first reservation: a refused server's counter is untouched, in one call",
@@ -170,7 +177,7 @@ Deno.test({
       await using server = await startServer({ persistence: "snapshots" });
       await using client = await openClient("node-redis", server.url);
       const timeline = new Timeline(client.redis);
-      const store = new RedisStore(timeline);
+      const store = new RedisStore(timeline, { waitAof: true });
       const refused = await store.reserve("kvid", "order", 10, { ...RESERVE, durability: ASKED });
       assert.deepEqual(refused.ranges, []);
       assert.equal(refused.durability?.durable, false);
@@ -180,8 +187,8 @@ Deno.test({
 
       // Accepted by the client (best-effort): reserved in a second call, never asked to
       // WAITAOF (a server without AOF cannot confirm it; Valkey would refuse it).
-      const fresh = new RedisStore(new Timeline(client.redis));
-      const bestEffort = { ...ASKED, mode: "best-effort" as const };
+      const fresh = new RedisStore(new Timeline(client.redis), { waitAof: true });
+      const bestEffort = asked("best-effort");
       const served = await fresh.reserve("kvid", "order", 10, {
         ...RESERVE,
         durability: bestEffort,
@@ -198,10 +205,10 @@ Deno.test({
         await command(server.url, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru");
         await using client = await openClient("ioredis", server.url);
         for (const mode of ["strict", "best-effort"] as const) {
-          const store = new RedisStore(new Timeline(client.redis));
+          const store = new RedisStore(new Timeline(client.redis), { waitAof: true });
           const reply = await store.reserve("kvid", "order", 10, {
             ...RESERVE,
-            durability: { ...ASKED, mode, reuse: false },
+            durability: { ...asked(mode), reuse: false },
           });
           assert.deepEqual(reply.ranges, [], mode);
           assert.equal(reply.durability?.lossWithoutCrash, true, mode);
@@ -217,7 +224,7 @@ Deno.test({
       await command(server.url, "HSET", "kvid", "order", "500", stepField("order"), "64");
       await command(server.url, "HSET", "kvid", poolField("order"), "101-200 301-400");
       await using client = await openClient("node-redis", server.url);
-      const store = new RedisStore(client.redis);
+      const store = new RedisStore(client.redis, { waitAof: true });
       const reply = await store.reserve("kvid", "order", 8, { ...RESERVE, durability: ASKED });
       // At least the remembered 64 IDs, from the pool's first range; the rest stays pooled.
       assert.deepEqual(reply.ranges, [{ first: 101n, last: 164n }]);
@@ -233,7 +240,7 @@ Deno.test({
       await command(server.url, "HSET", "kvid", "other", "5");
       await command(server.url, "PEXPIRE", "kvid", "60000");
       await using client = await openClient("node-redis", server.url);
-      const store = new RedisStore(client.redis);
+      const store = new RedisStore(client.redis, { waitAof: true });
       const reply = await store.reserve("kvid", "order", 10, { ...RESERVE, durability: ASKED });
       assert.deepEqual(reply.ranges, [{ first: 1n, last: 10n }]);
       assert.ok((reply.ttlRemovedMs ?? 0) > 0, String(reply.ttlRemovedMs));

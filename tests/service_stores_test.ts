@@ -11,14 +11,14 @@ import assert from "node:assert/strict";
 import { createHandler, type ServiceOptions } from "../src/service/mod.ts";
 import { timedStore } from "../src/service/generators.ts";
 import { Histogram } from "../src/service/histogram.ts";
-import type { Store } from "../src/contract/store.ts";
+import type { AnyStore } from "../src/contract/store.ts";
 import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
 import { openClient } from "./clients.ts";
 import { startServer } from "./server.ts";
 import { MemoryStore } from "./stores/memory_store.ts";
 
-/** Every optional member of the Store contract. */
+/** Every optional capability of the Store contract, by member. */
 const OPTIONAL = [
   "release",
   "giveBack",
@@ -29,6 +29,7 @@ const OPTIONAL = [
   "durability",
   "reservesStep",
   "counters",
+  "forgetReads",
 ] as const;
 
 /** One store under test: how the service is given it, and the same store for assertions. */
@@ -36,7 +37,7 @@ interface Subject {
   /** What `createHandler` is given: `{ store }`, or `{ redis }`. */
   source: Pick<ServiceOptions, "store" | "redis">;
   /** The store itself, to read the counters with. */
-  store: Store;
+  store: AnyStore;
 }
 
 const RAW = { floor: 0n, raiseTo: 0n, guard: true, exact: true } as const;

@@ -2,7 +2,7 @@
  * The dependency rule of `src/`, checked from the imports themselves (`deno task check` runs
  * this file; `tests/layout_test.ts` holds it in the suite): the contract (types, errors, pure
  * checks) depends on nothing; the runtime (process state: the shared deadline timer, the
- * shutdown registry, the store source, the server reads' staleness) on the contract alone; the
+ * shutdown registry, the store source) on the contract alone; the
  * engine and `DailyId` see only the contract and the runtime (a store plugs in through them
  * without the engine knowing its name); and no store reaches up into the engine, `DailyId`, the
  * service or the CLI.

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Store } from "../contract/store.ts";
+import type { AnyStore } from "../contract/store.ts";
 import { CliError, EXIT, usage } from "./exit.ts";
 import type { RedisOps } from "./redis_ops.ts";
 import { LAYOUT_FIELD_PREFIX } from "../stores/interleaved/layout.ts";
@@ -34,7 +34,7 @@ export interface CommandInput {
 /** The store a job runs on, opened from `--url`. */
 export interface Target {
   /** The store, through the contract: every store the URL can name. */
-  store: Store;
+  store: AnyStore;
   /**
    * On `redis://` and `rediss://`: the hash commands, so the CLI reads the hash as it is (a
    * field another tool wrote text into included) and `floor` raises without reserving.

@@ -6,7 +6,9 @@
  * @module
  */
 
-import { type DurabilityMode, durabilityRefusal } from "../contract/durability.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
+import type { StoreDurability } from "../contract/store.ts";
+import { durabilityRefusal } from "../engine/durability_gate.ts";
 import type { Target } from "./command.ts";
 import { CliError, EXIT, usage } from "./exit.ts";
 
@@ -39,7 +41,9 @@ export async function checkDurability(
   const { store } = target;
   // A store without a probe is trusted, as a generator trusts it.
   if (store.durability === undefined) return;
-  const d = await store.durability(key, { field: name, mode, replicas: 0, stated: {} });
-  const refusal = durabilityRefusal(d, mode, key, name, "--durability best-effort");
+  // The generators' verdict, the one there is (engine/durability_gate.ts), in the CLI's knob.
+  const judge = (d: StoreDurability) =>
+    durabilityRefusal(d, mode, key, name, "--durability best-effort");
+  const refusal = judge(await store.durability(key, { field: name, mode, stated: {}, judge }));
   if (refusal !== undefined) throw new CliError(EXIT.failed, refusal.message);
 }

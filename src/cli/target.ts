@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Store } from "../contract/store.ts";
+import type { AnyStore } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { fromNodeRedis } from "../stores/redis/adapters.ts";
 import { RedisStore } from "../stores/redis/redis_store.ts";
@@ -90,7 +90,7 @@ export async function openTarget(url: string, timeout: number): Promise<OpenedTa
  * `store` with every failure a `KvIdError` (the Redis store's clock, `TIME`, rejects with the
  * client's own error): the CLI branches on codes.
  */
-function classified(store: RedisStore): Store {
+function classified(store: RedisStore): AnyStore {
   const mapped = <T>(work: Promise<T>, key: string, field: string) =>
     work.catch((err) => {
       throw toKvIdError(err, key, field);

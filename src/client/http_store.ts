@@ -8,7 +8,14 @@
  */
 
 import { fieldLabel, KvIdError } from "../contract/errors.ts";
-import type { IdRange, Reservation, ReserveOptions, Store } from "../contract/store.ts";
+import type {
+  IdRange,
+  Release,
+  Reservation,
+  ReserveOptions,
+  StepMemory,
+  Store,
+} from "../contract/store.ts";
 import type {
   ReleaseRequest,
   ReleaseResponse,
@@ -88,7 +95,7 @@ interface Held {
  * await server.shutdown();
  * ```
  */
-export class HttpStore implements Store {
+export class HttpStore implements Store, Release, StepMemory {
   readonly #base: string;
   readonly #auth: string;
   readonly #timeout: number;
@@ -136,7 +143,9 @@ export class HttpStore implements Store {
     options: ReserveOptions,
   ): Promise<Reservation> {
     this.#checkKey(key, field);
-    if (options.replicas !== undefined && options.replicas > 0) {
+    // The generator's replicas option: this store cannot honour it, and says so.
+    const replicas = options.generator?.replicas;
+    if (typeof replicas === "number" && replicas > 0) {
       throw new KvIdError(
         "config",
         "HttpStore cannot wait for replicas (the service's store decides its durability)",
@@ -164,7 +173,7 @@ export class HttpStore implements Store {
 
   /**
    * Give back the unused tail of the last reservations, with their receipts; see
-   * {@linkcode Store.release}. False without a receipt for it, or when the service refuses.
+   * {@linkcode Release.release}. False without a receipt for it, or when the service refuses.
    */
   async release(key: string, field: string, range: IdRange): Promise<boolean> {
     this.#checkKey(key, field);
@@ -197,7 +206,7 @@ export class HttpStore implements Store {
     if (list.length > HELD_PER_FIELD) list.shift();
   }
 
-  /** The step remembered next to the counter; see {@linkcode Store.loadStep}. */
+  /** The step remembered next to the counter; see {@linkcode StepMemory.loadStep}. */
   async loadStep(key: string, field: string): Promise<number | undefined> {
     this.#checkKey(key, field);
     const answer = await this.#call<StepBody>("GET", field, "/step", undefined, true);
@@ -205,7 +214,7 @@ export class HttpStore implements Store {
     return typeof step === "number" && Number.isSafeInteger(step) && step > 0 ? step : undefined;
   }
 
-  /** Remember the step next to the counter; see {@linkcode Store.saveStep}. */
+  /** Remember the step next to the counter; see {@linkcode StepMemory.saveStep}. */
   async saveStep(key: string, field: string, step: number): Promise<void> {
     this.#checkKey(key, field);
     await this.#call<StepBody>("PUT", field, "/step", { step }, true);

@@ -1,14 +1,12 @@
 /**
- * What a generator accepts from a store's durability, whatever the store: the
- * {@linkcode DurabilityMode}, the refusal of a store that would lose IDs
- * ({@linkcode durabilityRefusal}), several servers' reports as one ({@linkcode mergeDurability}).
- * The signal that makes stores read their servers again is process state:
- * `src/runtime/server_reads.ts`.
+ * The words of a store's durability, whatever the store: the {@linkcode DurabilityMode}, its
+ * option's check, and several servers' reports as one ({@linkcode mergeDurability}). The verdict
+ * on a report is the engine's alone (`src/engine/durability_gate.ts`); a store that must decide
+ * within one call asks it (`DurabilityOptions.judge`).
  *
  * @module
  */
 
-import { KvIdError } from "./errors.ts";
 import type { StoreDurability } from "./store.ts";
 
 /**
@@ -54,39 +52,6 @@ export function checkDurabilityOptions(
 
 /** The opt-out a generator's refusal names: the library's option. */
 export const LIBRARY_OPT_OUT = `durability: "best-effort"`;
-
-/**
- * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
- * it may serve. Eviction is refused in every mode; the other problems only under `"strict"`.
- * `optOut` is the knob of the caller's own words that accepts the loss (the library's option,
- * the service's `KVID_DURABILITY=best-effort`, the CLI's `--durability best-effort`).
- */
-export function durabilityRefusal(
-  d: StoreDurability,
-  mode: DurabilityMode,
-  key: string,
-  field: string,
-  optOut = LIBRARY_OPT_OUT,
-): KvIdError | undefined {
-  if (d.problems.length === 0) return undefined;
-  if (d.lossWithoutCrash === true) {
-    return new KvIdError(
-      "config",
-      `the store loses counters in ordinary operation, refused whatever durability says: ${
-        d.problems.join("; ")
-      }`,
-      { key, field, reason: "not-durable" },
-    );
-  }
-  if (mode === "best-effort") return undefined;
-  return new KvIdError(
-    "config",
-    `the store can lose reservations, so IDs could be issued twice: ${
-      d.problems.join("; ")
-    }. Fix the server, or accept the loss with ${optOut}`,
-    { key, field, reason: "not-durable" },
-  );
-}
 
 /**
  * A generator's durability refusal (`reason: "not-durable"`) in the words of a caller with its

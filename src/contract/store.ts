@@ -1,9 +1,12 @@
 /**
- * The store contract: what a backend implements ({@linkcode Store}), what one reservation takes
- * ({@linkcode ReserveOptions}) and returns ({@linkcode Reservation}, {@linkcode IdRange}), what
- * reading counters returns ({@linkcode CounterValue}), and where a counter's remembered step
- * lives ({@linkcode stepField}). The engine depends on this
- * file alone; the Redis, interleaved, Deno KV, PostgreSQL and MySQL stores implement it.
+ * The store contract: the one operation every backend implements ({@linkcode Store}: reserve a
+ * range, with the floor and raise uniqueness needs), what it takes ({@linkcode ReserveOptions})
+ * and returns ({@linkcode Reservation}, {@linkcode IdRange}); each optional capability as an
+ * interface of its own with a guard that finds it by shape (give-back, step memory, durability
+ * facts, cached reads, day cleanup, counter listing, server time); and where a counter's
+ * remembered step and pool live ({@linkcode stepField}, {@linkcode poolField}). The engine
+ * depends on this file alone; the Redis, interleaved, Deno KV, PostgreSQL and MySQL stores
+ * implement it.
  *
  * @module
  */
@@ -13,7 +16,7 @@ export const MAX_ID: bigint = (1n << 63n) - 1n;
 
 /**
  * The name of a `DailyId` day's counter: `yyyymmdd`, eight digits (what
- * {@linkcode Store.deleteDaysBefore} deletes; every other field is left alone).
+ * {@linkcode DayCleanup.deleteDaysBefore} deletes; every other field is left alone).
  */
 export const DAY_FIELD: RegExp = /^\d{8}$/;
 
@@ -57,11 +60,6 @@ export interface IdRange {
  */
 export interface Reservation {
   /**
-   * The counter's remembered step, when the reservation was asked to read it
-   * ({@linkcode ReserveOptions.loadStep}) and one was there.
-   */
-  step?: number;
-  /**
    * The reserved IDs as inclusive ranges in increasing order: one range `V - count + 1 .. V`
    * for a single counter, several when a store interleaves blocks.
    */
@@ -69,26 +67,35 @@ export interface Reservation {
   /** True when the stored counter was below the floor and was raised first (a rollback). */
   raised: boolean;
   /**
-   * The layout the store recorded and checked, echoed from {@linkcode ReserveOptions.layout};
-   * left out by a store that cannot record layouts, which an interleaving store then refuses.
-   */
-  layout?: string;
-  /**
-   * The time to live, in ms, that the hash had and that this reservation removed (`PERSIST`, in
-   * the same atomic step): something set a TTL on the counters; -1 when one was removed without
-   * reading its length (a server without scripting). Absent or 0 when none.
+   * The time to live, in ms, that the hash had and that this reservation removed, in the same
+   * atomic step: something set a TTL on the counters; -1 when one was removed without reading
+   * its length. Absent or 0 when none.
    */
   ttlRemovedMs?: number;
   /**
+   * The counter's remembered step, when the reservation was asked to read it
+   * ({@linkcode StepReserveOptions.loadStep}) and one was there.
+   */
+  step?: number;
+  /**
+   * The layout the store recorded and checked, echoed from
+   * {@linkcode MemberReserveOptions.layout}; left out by a store that cannot record layouts,
+   * which an interleaving store then refuses.
+   */
+  layout?: string;
+  /**
    * The server's durability, read in the same call, when the reservation was asked to
-   * ({@linkcode ReserveOptions.durability}). When the read is refused (`durabilityRefusal` of
-   * `contract/durability.ts`, in the asked mode), `ranges` is empty: nothing is served.
+   * ({@linkcode DurabilityReserveOptions.durability}). When the asker's verdict refuses it
+   * ({@linkcode DurabilityOptions.judge}), `ranges` is empty: nothing is served.
    */
   durability?: StoreDurability;
 }
 
 /**
- * How a reservation is made.
+ * What every reservation carries: the floor and raise that uniqueness needs. A store with a
+ * capability below may be sent that capability's options too ({@linkcode StepReserveOptions},
+ * {@linkcode PoolReserveOptions}, {@linkcode DurabilityReserveOptions}; an interleaving store's
+ * members {@linkcode MemberReserveOptions}); a store without it never is.
  *
  * @example What a guarded generator sends
  * ```ts
@@ -106,56 +113,32 @@ export interface ReserveOptions {
   floor: bigint;
   /** The value to raise a counter found below `floor` to (floor plus a safety margin). */
   raiseTo: bigint;
-  /** Use the floor script. False: plain `HINCRBY`, no scripting. */
+  /** Raise a counter found below `floor`. False: a plain increment, whatever it finds. */
   guard: boolean;
   /** The caller needs the value exactly even above 2^53 (bigint mode). */
   exact: boolean;
   /**
-   * Hand the range out only once this many replicas acknowledged the increment (`WAIT`);
-   * 0: no wait.
-   *
-   * @default {0}
-   */
-  replicas?: number;
-  /**
-   * Hand the range out only once the server confirms the increment is fsynced to its AOF:
-   * `WAITAOF 1 0 waitMs` (Redis and Valkey >= 7.2), then `WAIT` for `replicas`. Skipped on a server without `WAITAOF`. `KvId` passes its
-   * `waitAof` option, on by default.
-   *
-   * @default {false}
-   */
-  waitAof?: boolean;
-  /**
-   * How long `WAIT` or `WAITAOF` may block, in ms (the reservation's time budget).
-   *
-   * @default {5_000}
-   */
-  waitMs?: number;
-  /**
-   * With `replicas`: bound `WAIT` also to this many round trips of the reservation itself (at
-   * least 200 ms in all), so a member of an interleaved set whose replicas do not confirm is
-   * skipped quickly instead of holding the whole budget; undefined: `waitMs` alone.
+   * The options of the generator reserving, every one resolved (its defaults filled in), for a
+   * store that reads its own from them by name (the Redis store: `replicas`, `waitAof`,
+   * `timeout`, `durability`); undefined for a direct call (the service's segments, the CLI).
    *
    * @default {undefined}
    */
-  waitRoundTrips?: number;
-  /**
-   * Set by an interleaving store ({@linkcode InterleavedStore}) on each member: the layout of the
-   * set for this member, e.g. `"v1 servers=3 block=1000 index=1"`; the counter then counts this
-   * member's block cycles, not IDs. A store that supports it, in the same atomic step as the
-   * increment: records the layout next to the counter on first use; refuses with a `"config"`
-   * {@linkcode KvIdError} a counter holding another layout, or holding a value and no layout (a
-   * single-store counter, whose value is an ID); and echoes it in {@linkcode Reservation.layout}.
-   * Without `layout`, it refuses a counter that has one (a plain increment of a block cycle
-   * would repeat the set's IDs). Undefined: a single-store counter.
-   *
-   * @default {undefined}
-   */
-  layout?: string;
+  generator?: GeneratorOptions;
+}
+
+/**
+ * A generator's options as a store may read them ({@linkcode ReserveOptions.generator}): by
+ * name, each checked and with its default filled in; a store reads those it knows.
+ */
+export type GeneratorOptions = Readonly<Record<string, unknown>>;
+
+/** Sent only to a store that {@linkcode readsStepInReserve}. */
+export interface StepReserveOptions {
   /**
    * Also read the counter's remembered step ({@linkcode stepField}) in the same atomic call and
    * reserve at least that many IDs (at most `maxCount`), reporting it in
-   * {@linkcode Reservation.step}. Asked only of a store whose `reservesStep` is true.
+   * {@linkcode Reservation.step}.
    *
    * @default {false}
    */
@@ -167,21 +150,28 @@ export interface ReserveOptions {
    * @default {undefined}
    */
   maxCount?: number;
+}
+
+/** Sent only to a store that {@linkcode hasGiveBack}. */
+export interface PoolReserveOptions {
   /**
    * Take the IDs from the counter's pool of given-back ranges ({@linkcode poolField}) first, when
    * it holds a range above `floor`: then the reservation may hold fewer IDs than `count`.
-   * Asked only of a store with `giveBack`.
    *
    * @default {false}
    */
   pool?: boolean;
+}
+
+/** Sent only to a store that {@linkcode readsDurabilityInReserve}. */
+export interface DurabilityReserveOptions {
   /**
-   * Also read the server's durability, as {@linkcode Store.durability} would with these
-   * options, in the same round trip, and reserve only if what it read is accepted (`durabilityRefusal`
-   * of `contract/durability.ts`, in `mode`): a refused server's counter is left untouched (or the range it reserved is
-   * spent) and the reply's `ranges` is empty. The read is reported in
-   * {@linkcode Reservation.durability}. Asked only of a store whose `readsDurability` is true,
-   * by a generator's first reservation: its first ID is then one round trip.
+   * Also read the server's durability, as {@linkcode DurabilityFacts.durability} would with
+   * these options, in the same round trip, and reserve only if the asker's verdict
+   * ({@linkcode DurabilityOptions.judge}) accepts what it read: a refused server's counter is
+   * left untouched (or the range it reserved is spent) and the reply's `ranges` is empty. The
+   * read is reported in {@linkcode Reservation.durability}. Asked by a generator's first
+   * reservation: its first ID is then one round trip.
    *
    * @default {undefined}
    */
@@ -189,8 +179,50 @@ export interface ReserveOptions {
 }
 
 /**
+ * What an interleaving store ({@linkcode InterleavedStore}) sends each member besides
+ * {@linkcode ReserveOptions}; a store that can be a member honours `layout`.
+ */
+export interface MemberReserveOptions {
+  /**
+   * The layout of the set for this member, e.g. `"v1 servers=3 block=1000 index=1"`; the
+   * counter then counts this member's block cycles, not IDs. A store that supports it, in the
+   * same atomic step as the increment: records the layout next to the counter on first use;
+   * refuses with a `"config"` {@linkcode KvIdError} a counter holding another layout, or holding
+   * a value and no layout (a single-store counter, whose value is an ID); and echoes it in
+   * {@linkcode Reservation.layout}. Without `layout`, it refuses a counter that has one (a plain
+   * increment of a block cycle would repeat the set's IDs). Undefined: a single-store counter.
+   *
+   * @default {undefined}
+   */
+  layout?: string;
+  /**
+   * The longest this member's reservation may take, in ms, a confirmation it waits for included
+   * (the Redis store's `WAIT`/`WAITAOF`); undefined: the store's own bound.
+   *
+   * @default {undefined}
+   */
+  budgetMs?: number;
+  /**
+   * Bound a confirmation also to this many round trips of the reservation itself (at least
+   * 200 ms in all), so a member whose replicas do not confirm is skipped quickly; undefined:
+   * `budgetMs` alone.
+   *
+   * @default {undefined}
+   */
+  budgetRoundTrips?: number;
+}
+
+/** Every option a reservation may carry: the core and each capability's. */
+export type AnyReserveOptions =
+  & ReserveOptions
+  & StepReserveOptions
+  & PoolReserveOptions
+  & DurabilityReserveOptions
+  & MemberReserveOptions;
+
+/**
  * What a store's server says it can lose, read from the server itself
- * ({@linkcode Store.durability}).
+ * ({@linkcode DurabilityFacts.durability}): facts only; the asker judges them.
  *
  * @example A Redis without AOF
  * ```ts
@@ -231,7 +263,7 @@ export interface StoreDurability {
 }
 
 /**
- * What a generator tells {@linkcode Store.durability}.
+ * What a generator tells {@linkcode DurabilityFacts.durability}.
  *
  * @example
  * ```ts
@@ -242,8 +274,8 @@ export interface StoreDurability {
  * const options: DurabilityOptions = {
  *   field: "order",
  *   mode: "strict",
- *   replicas: 0,
  *   stated: { appendfsync: "always" },
+ *   judge: (d) => d.problems.length === 0 ? undefined : new Error(d.problems.join("; ")),
  * };
  * assert.ok(options.stated.appendfsync === "always");
  * ```
@@ -253,26 +285,33 @@ export interface DurabilityOptions {
   field: string;
   /** The generator's `durability` option. */
   mode: "strict" | "best-effort";
-  /**
-   * Replicas confirming each reservation (`WAIT`): with one or more, a server without AOF is
-   * durable against the crash of one node.
-   */
-  replicas: number;
   /** Settings the server will not tell, as the user states them (`serverSettings`). */
   stated: Readonly<Record<string, string>>;
   /**
-   * A generator's first read: a read of the same client and hash that no generator has had a
-   * reason to doubt since (a transient failure, a rollback, a refusal) may answer, so only
-   * the first generator of a process waits for the server's answer. A re-read (after one of
-   * those) is false: the server is read again.
+   * The asker's verdict on a read: the error refusing it, or undefined when the store may serve.
+   * A store that must decide within one call (a reservation that reads its durability, a
+   * member of an interleaved set reached late) asks this; it never judges a read itself.
+   */
+  judge(d: StoreDurability): Error | undefined;
+  /**
+   * A generator's first read: a read of the same server and hash that no generator has had a
+   * reason to doubt since ({@linkcode CachedReads.forgetReads}) may answer, so only the first
+   * generator of a process waits for the server's answer. A re-read is false: the server is
+   * read again.
    *
    * @default {false}
    */
   reuse?: boolean;
+  /**
+   * The options of the generator asking, as in {@linkcode ReserveOptions.generator}.
+   *
+   * @default {undefined}
+   */
+  generator?: GeneratorOptions;
 }
 
 /**
- * One counter as {@linkcode Store.counters} reads it.
+ * One counter as {@linkcode CounterListing.counters} reads it.
  *
  * @example A plain counter and a member's
  * ```ts
@@ -290,12 +329,12 @@ export interface CounterValue {
    * with a {@linkcode CounterValue.layout}, the member's next block cycle, not an ID.
    */
   value: bigint;
-  /** The interleaved layout recorded next to the counter ({@linkcode ReserveOptions.layout}). */
+  /** The interleaved layout recorded next to the counter (`MemberReserveOptions.layout`). */
   layout?: string;
 }
 
 /**
- * What {@linkcode Store.counters} reads.
+ * What {@linkcode CounterListing.counters} reads.
  *
  * @example
  * ```ts
@@ -317,7 +356,9 @@ export interface CountersOptions {
 }
 
 /**
- * Reserves ranges of IDs; one call is one atomic reservation.
+ * Reserves ranges of IDs; one call is one atomic reservation. This is all a store must do;
+ * each optional capability is an interface of its own, found by shape with its guard
+ * ({@linkcode hasGiveBack}, {@linkcode hasDurability}, ...).
  *
  * @example An in-memory store for tests
  * ```ts
@@ -343,72 +384,188 @@ export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
   /**
-   * Optional, for {@linkcode DailyId} cleanup: delete the counters of hash `key` whose field is
-   * a `yyyymmdd` day before `before` (a `yyyymmdd` too), nothing else; resolves to how many.
-   * A `DailyId` on a store without it (and without `redis`) refuses `keepDays`.
-   */
-  deleteDaysBefore?(key: string, before: string): Promise<number>;
-  /**
-   * Optional: give back the unused tail `range` of the caller's last reservation, on close. Sets
-   * the counter to `range.first - 1` only if it still equals `range.last` (nobody reserved
-   * since), atomically; never otherwise. Resolves to true when given back. A store that cannot
-   * do it atomically leaves it out.
-   */
-  release?(key: string, field: string, range: IdRange): Promise<boolean>;
-  /**
-   * Optional: give back every unused range of the caller (increasing, from its reservations), on
-   * close, atomically: the one ending at the counter's current value lowers the counter (as
-   * `release`), the others go to the counter's pool ({@linkcode poolField}), which the next
-   * reservation with `pool` takes from first. Resolves to how many ranges were given back (a
-   * full pool drops the rest: a gap, never a duplicate).
-   */
-  giveBack?(key: string, field: string, ranges: IdRange[]): Promise<number>;
-  /**
-   * Optional, for reading (the CLI's `get`, `list`, `daily`): the counters of hash `key` that
-   * exist, by name, each value exact (above 2^53 too). Never an internal field (a remembered
-   * step, a layout, a pool: their names begin with NUL, or they are columns), never another
-   * key's counter; a counter no reservation has set (a row a saved step made, at 0) may be
-   * left out. An absent key is an empty map. A counter holding something other than a
-   * non-negative integer rejects with a `"reply"` {@linkcode KvIdError} (reason
-   * `"not-a-counter"`). Reads only: it never creates, raises or locks anything.
-   */
-  counters?(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
-  /** True when `reserve` honours {@linkcode ReserveOptions.loadStep} (one round trip). */
-  readonly reservesStep?: boolean;
-  /**
-   * True when `reserve` honours {@linkcode ReserveOptions.durability} (the durability read and
-   * the first reservation in one round trip). A store with `durability` but without this flag
-   * is read before its first reservation, one round trip more.
-   */
-  readonly readsDurability?: boolean;
-  /**
-   * Optional: the step the counter's processes last used, remembered next to it (see
-   * {@linkcode stepField}), or undefined. A new generator starts from it instead of `minStep`.
-   */
-  loadStep?(key: string, field: string): Promise<number | undefined>;
-  /** Optional: remember `step` next to the counter for the next generator to start from. */
-  saveStep?(key: string, field: string, step: number): Promise<void>;
-  /**
-   * Optional: read what the server behind hash `key` can lose. A generator calls it before its
-   * first reservation, after a reservation failed for a transient reason (a reconnect may have
-   * reached a restarted or another server), after a refusal and after a rollback, and serves no
-   * ID of the next reservation until it answered. Rejects when the server cannot be reached.
-   * A store without it is trusted.
-   */
-  durability?(key: string, options: DurabilityOptions): Promise<StoreDurability>;
-  /**
-   * Optional: the server's clock, in ms since the epoch: the one clock every process sharing
-   * the store sees. A {@linkcode DailyId} cleanup deletes a day only when it is old by both
-   * this clock and the process's (as it does with Redis' `TIME`).
-   */
-  now?(): Promise<number>;
-  /**
    * Optional: counter `field` of hash `key` in this store's own words, for messages: what a
    * {@linkcode KvIdError} names in parentheses (its `where` option), e.g. `table
-   * "kvid_counters", hash_key "kvid", name "order"`. A store without it, or answering `""`, is
+   * kvid_counters, hash_key "kvid", name "order"`. A store without it, or answering `""`, is
    * named as a hash: `hash "kvid", field "order"`.
    */
   describe?(key: string, field: string): string;
+}
+
+/**
+ * A store that gives back the unused tail of the caller's last reservation, on close.
+ * Without it (and without {@linkcode GiveBack}) the tail is a gap.
+ */
+export interface Release {
+  /**
+   * Set the counter to `range.first - 1` only if it still equals `range.last` (nobody reserved
+   * since), atomically; never otherwise. Resolves to true when given back. A store that cannot
+   * do it atomically leaves it out.
+   */
+  release(key: string, field: string, range: IdRange): Promise<boolean>;
+}
+
+/**
+ * A store that gives back every unused range of the caller, on close; it then takes from that
+ * pool when a reservation asks ({@linkcode PoolReserveOptions}).
+ */
+export interface GiveBack {
+  /**
+   * Give back `ranges` (increasing, from the caller's reservations) atomically: the one ending
+   * at the counter's current value lowers the counter (as {@linkcode Release.release}), the
+   * others go to the counter's pool ({@linkcode poolField}). Resolves to how many ranges were
+   * given back (a full pool drops the rest: a gap, never a duplicate).
+   */
+  giveBack(key: string, field: string, ranges: IdRange[]): Promise<number>;
+}
+
+/** A store that remembers a counter's step next to it, for the next generator to start from. */
+export interface StepMemory {
+  /**
+   * The step the counter's processes last used (see {@linkcode stepField}), or undefined. A new
+   * generator starts from it instead of `minStep`.
+   */
+  loadStep(key: string, field: string): Promise<number | undefined>;
+  /** Remember `step` next to the counter. */
+  saveStep(key: string, field: string, step: number): Promise<void>;
+}
+
+/** A store whose reservation reads the remembered step itself ({@linkcode StepReserveOptions}). */
+export interface StepReading {
+  /** True: `reserve` honours {@linkcode StepReserveOptions.loadStep} (one round trip). */
+  readonly reservesStep: true;
+}
+
+/**
+ * A store that reads what its server can lose. A generator reads it before its first
+ * reservation, after a reservation failed for a transient reason (a reconnect may have reached
+ * a restarted or another server), after a refusal and after a rollback, and serves no ID of the
+ * next reservation until it answered. A store without it is trusted.
+ */
+export interface DurabilityFacts {
+  /** What the server behind hash `key` can lose. Rejects when the server cannot be reached. */
+  durability(key: string, options: DurabilityOptions): Promise<StoreDurability>;
+}
+
+/**
+ * A store whose reservation reads its durability itself ({@linkcode DurabilityReserveOptions}):
+ * a generator's first ID is one round trip. A store with {@linkcode DurabilityFacts} alone is
+ * read before its first reservation, one round trip more.
+ */
+export interface DurabilityInReserve extends DurabilityFacts {
+  /** True: `reserve` honours {@linkcode DurabilityReserveOptions.durability}. */
+  readonly readsDurability: true;
+}
+
+/**
+ * A store that keeps reads of its server for other callers ({@linkcode DurabilityOptions.reuse}):
+ * a generator that finds a reason to doubt them (a transient failure, a rollback, a refusal)
+ * tells it to stop sharing them.
+ */
+export interface CachedReads {
+  /** Stop sharing every read made so far: the next read of each hash reads the server again. */
+  forgetReads(): void;
+}
+
+/** A store that deletes a `DailyId`'s old days ({@linkcode DAY_FIELD}). */
+export interface DayCleanup {
+  /**
+   * Delete the counters of hash `key` whose field is a `yyyymmdd` day before `before` (a
+   * `yyyymmdd` too), nothing else; resolves to how many. A `DailyId` on a store without it
+   * refuses `keepDays`.
+   */
+  deleteDaysBefore(key: string, before: string): Promise<number>;
+}
+
+/** A store that lists its counters (the CLI's `get`, `list`, `daily`). */
+export interface CounterListing {
+  /**
+   * The counters of hash `key` that exist, by name, each value exact (above 2^53 too). Never an
+   * internal field (a remembered step, a layout, a pool: their names begin with NUL, or they
+   * are columns), never another key's counter; a counter no reservation has set (a row a saved
+   * step made, at 0) may be left out. An absent key is an empty map. A counter holding
+   * something other than a non-negative integer rejects with a `"reply"` {@linkcode KvIdError}
+   * (reason `"not-a-counter"`). Reads only: it never creates, raises or locks anything.
+   */
+  counters(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
+}
+
+/** A store that tells its server's clock. */
+export interface ServerClock {
+  /**
+   * The server's clock, in ms since the epoch: the one clock every process sharing the store
+   * sees. A {@linkcode DailyId} cleanup deletes a day only when it is old by both this clock
+   * and the process's.
+   */
+  now(): Promise<number>;
+}
+
+/** What a capability guard is given: a store, whatever else it has (checked by shape). */
+type Probed = Partial<Record<PropertyKey, unknown>> | null | undefined;
+const method = (store: Store, name: string): boolean =>
+  typeof (store as unknown as Probed)?.[name] === "function";
+
+/**
+ * True when `store` has {@linkcode Release}.
+ *
+ * @example
+ * ```ts
+ * import { hasRelease, type Store } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const store: Store = { reserve: () => Promise.reject(new Error("not called")) };
+ * assert.ok(!hasRelease(store));
+ * ```
+ */
+export function hasRelease<S extends Store>(store: S): store is S & Release {
+  return method(store, "release");
+}
+
+/** True when `store` has {@linkcode GiveBack} (see {@linkcode hasRelease} for an example). */
+export function hasGiveBack<S extends Store>(store: S): store is S & GiveBack {
+  return method(store, "giveBack");
+}
+
+/** True when `store` has {@linkcode StepMemory} (both methods). */
+export function hasStepMemory<S extends Store>(store: S): store is S & StepMemory {
+  return method(store, "loadStep") && method(store, "saveStep");
+}
+
+/** True when `store` has {@linkcode StepReading}. */
+export function readsStepInReserve<S extends Store>(store: S): store is S & StepReading {
+  return (store as unknown as Probed)?.reservesStep === true;
+}
+
+/** True when `store` has {@linkcode DurabilityFacts}. */
+export function hasDurability<S extends Store>(store: S): store is S & DurabilityFacts {
+  return method(store, "durability");
+}
+
+/** True when `store` has {@linkcode DurabilityInReserve}. */
+export function readsDurabilityInReserve<S extends Store>(
+  store: S,
+): store is S & DurabilityInReserve {
+  return (store as unknown as Probed)?.readsDurability === true && hasDurability(store);
+}
+
+/** True when `store` has {@linkcode CachedReads}. */
+export function hasCachedReads<S extends Store>(store: S): store is S & CachedReads {
+  return method(store, "forgetReads");
+}
+
+/** True when `store` has {@linkcode DayCleanup}. */
+export function hasDayCleanup<S extends Store>(store: S): store is S & DayCleanup {
+  return method(store, "deleteDaysBefore");
+}
+
+/** True when `store` has {@linkcode CounterListing}. */
+export function hasCounters<S extends Store>(store: S): store is S & CounterListing {
+  return method(store, "counters");
+}
+
+/** True when `store` has {@linkcode ServerClock}. */
+export function hasServerClock<S extends Store>(store: S): store is S & ServerClock {
+  return method(store, "now");
 }
 
 /**
@@ -450,3 +607,31 @@ export function stepField(field: string): string {
 export function poolField(field: string): string {
   return `\0pool:${field}`;
 }
+
+/**
+ * A store with each optional capability as an optional member: what a wrapper that forwards
+ * every capability it finds holds (a lazy store, a counting one), checking each by shape.
+ *
+ * @example
+ * ```ts
+ * import type { AnyStore, Store } from "@kvid/core/store";
+ * import assert from "node:assert/strict";
+ *
+ * const store: Store = { reserve: () => Promise.reject(new Error("not called")) };
+ * const seen: AnyStore = store; // every capability optional
+ * assert.ok(seen.giveBack === undefined && seen.now === undefined);
+ * ```
+ */
+export type AnyStore =
+  & Store
+  & Partial<
+    & Release
+    & GiveBack
+    & StepMemory
+    & StepReading
+    & DurabilityInReserve
+    & CachedReads
+    & DayCleanup
+    & CounterListing
+    & ServerClock
+  >;

@@ -15,7 +15,7 @@ import type { KvIdOptions } from "../engine/kvid_options.ts";
 import { checkBounds, KVID_DEFAULTS } from "../engine/defaults.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
 import { checkStoreSource } from "../runtime/store_source.ts";
-import type { Store } from "../contract/store.ts";
+import { hasDayCleanup, type Store } from "../contract/store.ts";
 import { checkCounterName, checkInteger, describe } from "../contract/validate.ts";
 
 /** The largest `digits` such that every ID up to 9999-12-31 stays within `limit`. */
@@ -153,7 +153,7 @@ export function dailyConfig(name: string, options: DailyIdOptions): DailyConfig 
   checkStoreSource("DailyId", options.redis, { list: false });
   if (
     options.keepDays !== undefined && options.store !== undefined &&
-    typeof options.store?.deleteDaysBefore !== "function" && options.redis === undefined
+    !hasDayCleanup(options.store) && options.redis === undefined
   ) {
     // Cleanup could only fail, every day: refuse now rather than report it at each midnight.
     throw new TypeError(

@@ -13,7 +13,7 @@ import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
 import type { RedisSource } from "../contract/redis_client.ts";
 import { storeFromSource } from "../runtime/store_source.ts";
-import type { Store } from "../contract/store.ts";
+import { hasDayCleanup, hasServerClock, type Store } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 
 /** What a cleanup did: fields of days before `before` (`yyyymmdd`) were deleted. */
@@ -121,9 +121,9 @@ export class DayCleaner {
       who: "DailyId",
       key,
       field,
-      timeout: this.#options.timeout,
+      options: { timeout: this.#options.timeout },
     });
-    if (typeof store.deleteDaysBefore !== "function") {
+    if (!hasDayCleanup(store)) {
       throw new KvIdError(
         "config",
         "the store cannot delete days: pass a store with deleteDaysBefore, or the redis option",
@@ -132,7 +132,7 @@ export class DayCleaner {
     }
     try {
       let before = day;
-      if (typeof store.now === "function") {
+      if (hasServerClock(store)) {
         before = keepFromEither(today, zone.dayAt(await store.now()), keepDays).text;
       }
       return { before, deleted: await store.deleteDaysBefore(key, before) };

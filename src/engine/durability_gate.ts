@@ -5,20 +5,72 @@
  * @module
  */
 
-import { durabilityRefusal } from "../contract/durability.ts";
-import { markServerReadsStale } from "../runtime/server_reads.ts";
-import type { DurabilityOptions, Reservation, Store, StoreDurability } from "../contract/store.ts";
+import { type DurabilityMode, LIBRARY_OPT_OUT } from "../contract/durability.ts";
+import { KvIdError } from "../contract/errors.ts";
+import {
+  type DurabilityOptions,
+  hasCachedReads,
+  hasDurability,
+  readsDurabilityInReserve,
+  type Reservation,
+  type Store,
+  type StoreDurability,
+} from "../contract/store.ts";
 import type { DurabilityReport } from "./kvid_options.ts";
 import type { KvIdSettings } from "./settings.ts";
 
-/** What the gate reads of the generator's settings. */
-export type GateSettings = Pick<KvIdSettings, "durability" | "replicas" | "serverSettings" | "key">;
+/**
+ * What the gate reads of the generator's settings; the whole settings object is also what the
+ * store is told of the generator (`DurabilityOptions.generator`).
+ */
+export type GateSettings = Pick<KvIdSettings, "durability" | "serverSettings" | "key">;
+
+/**
+ * The refusal a generator in `mode` makes of a store whose durability is `d`, or undefined when
+ * it may serve: the one verdict on whether a store may serve. A store that must decide within
+ * one call asks it through `DurabilityOptions.judge`; the service's readiness and the CLI's
+ * check ask it too. Eviction is refused in every mode; the other problems only under
+ * `"strict"`. `optOut` is the knob of the caller's own words that accepts the loss (the
+ * library's option, the service's `KVID_DURABILITY=best-effort`, the CLI's
+ * `--durability best-effort`).
+ */
+export function durabilityRefusal(
+  d: StoreDurability,
+  mode: DurabilityMode,
+  key: string,
+  field: string,
+  optOut: string = LIBRARY_OPT_OUT,
+): KvIdError | undefined {
+  if (d.problems.length === 0) return undefined;
+  if (d.lossWithoutCrash === true) {
+    return new KvIdError(
+      "config",
+      `the store loses counters in ordinary operation, refused whatever durability says: ${
+        d.problems.join("; ")
+      }`,
+      { key, field, reason: "not-durable" },
+    );
+  }
+  if (mode === "best-effort") return undefined;
+  return new KvIdError(
+    "config",
+    `the store can lose reservations, so IDs could be issued twice: ${
+      d.problems.join("; ")
+    }. Fix the server, or accept the loss with ${optOut}`,
+    { key, field, reason: "not-durable" },
+  );
+}
+
+/** Tell a store that keeps its server's reads for other callers to stop sharing them. */
+function forget(store: Store): void {
+  if (hasCachedReads(store)) store.forgetReads();
+}
 
 /** A read of the store's durability going on beside a reservation, or made by it. */
 export interface DurabilityRead {
   /**
-   * Set when the store reads its durability in the reservation itself (`Store.readsDurability`,
-   * a generator's first read): pass it as `ReserveOptions.durability`.
+   * Set when the store reads its durability in the reservation itself (`DurabilityInReserve`,
+   * a generator's first read): pass it as `DurabilityReserveOptions.durability`.
    */
   readonly asked?: DurabilityOptions;
   /**
@@ -35,7 +87,7 @@ export interface DurabilityRead {
  * leaves the read due, so a fixed server is served again.
  *
  * Where the read goes, in one place ({@linkcode DurabilityGate.beforeReserve}): on first use,
- * in the reservation itself when the store can (`Store.readsDurability`: it reserves only on a
+ * in the reservation itself when the store can (`DurabilityInReserve`: it reserves only on a
  * server it accepts), else before anything is reserved, as after a refusal (a refused server is
  * left untouched); later, beside the reservation, one round trip for both, its range used only
  * once the read answered.
@@ -46,7 +98,7 @@ export interface DurabilityRead {
  * import type { Store } from "../contract/store.ts";
  * import assert from "node:assert/strict";
  *
- * const settings = { durability: "strict", replicas: 0, serverSettings: {}, key: "kvid" } as const;
+ * const settings = { durability: "strict", serverSettings: {}, key: "kvid" } as const;
  * const gate = new DurabilityGate(settings, "order");
  * const store: Store = { reserve: () => Promise.reject(new Error("not called")) };
  * await gate.check(store);
@@ -63,8 +115,8 @@ export class DurabilityGate {
   readonly #field: string;
 
   /**
-   * @param settings The generator's `durability`, `replicas` and `serverSettings` options and
-   *   its hash (held, not copied: an idle generator is measured in bytes).
+   * @param settings The generator's settings: its `durability` and `serverSettings` options
+   *   and its hash (held, not copied: an idle generator is measured in bytes).
    * @param field The counter.
    */
   constructor(settings: GateSettings, field: string) {
@@ -75,7 +127,7 @@ export class DurabilityGate {
   /**
    * First use: start the read (beside the remembered step's lookup, one round trip for both);
    * the first reservation waits for it in {@linkcode DurabilityGate.beforeReserve}. Undefined
-   * for a store that reads its durability in the reservation itself (`Store.readsDurability`).
+   * for a store that reads its durability in the reservation itself (`DurabilityInReserve`).
    */
   firstRead(store: Store): Promise<void> | undefined {
     if (this.#inReserve(store)) return undefined; // read by the reservation itself
@@ -98,7 +150,7 @@ export class DurabilityGate {
       return {
         asked: this.#asked(),
         settle: async (reply) => {
-          if (reply.durability !== undefined) this.#judge(reply.durability);
+          if (reply.durability !== undefined) this.#judge(store, reply.durability);
           else await this.check(store); // it did not: read now, the range used only after
         },
       };
@@ -111,8 +163,7 @@ export class DurabilityGate {
 
   /** The first read, by a store that makes it in the reservation itself. */
   #inReserve(store: Store): boolean {
-    return store.readsDurability === true && store.durability !== undefined && this.#due &&
-      this.#read === undefined;
+    return readsDurabilityInReserve(store) && this.#due && this.#read === undefined;
   }
 
   /**
@@ -121,11 +172,11 @@ export class DurabilityGate {
    * @throws {KvIdError} A `"config"` refusal naming the fix, or the read's own failure.
    */
   async check(store: Store): Promise<void> {
-    if (!this.#due || store.durability === undefined) {
+    if (!this.#due || !hasDurability(store)) {
       this.#accepted = true;
       return;
     }
-    this.#judge(await store.durability(this.#s.key, this.#asked()));
+    this.#judge(store, await store.durability(this.#s.key, this.#asked()));
   }
 
   /** What the store's durability read is asked with. */
@@ -134,39 +185,34 @@ export class DurabilityGate {
     return {
       field: this.#field,
       mode: s.durability,
-      replicas: s.replicas,
       stated: s.serverSettings,
+      judge: (d) => durabilityRefusal(d, s.durability, s.key, this.#field),
       // The first read may be another generator's on the same client (see DurabilityOptions).
       reuse: this.#read === undefined,
+      generator: s,
     };
   }
 
   /** Keep the read `d`; throw the refusal of a store that can lose reservations. */
-  #judge(d: StoreDurability): void {
+  #judge(store: Store, d: StoreDurability): void {
     const s = this.#s;
     this.#read = d;
     const refusal = durabilityRefusal(d, s.durability, s.key, this.#field);
     this.#accepted = refusal === undefined;
     if (refusal !== undefined) {
-      markServerReadsStale(); // a fixed server is read again by the next generator too
+      forget(store); // a fixed server is read again by the next generator too
       throw refusal;
     }
     this.#due = false;
   }
 
-  /** Read the store again before the next reservation, and stop sharing reads made so far. */
-  markDue(): void {
+  /**
+   * Read the store again before the next reservation, and have `store` stop sharing the reads
+   * made so far (`CachedReads`).
+   */
+  markDue(store: Store | undefined): void {
     this.#due = true;
-    markServerReadsStale();
-  }
-
-  /** `"best-effort"`, and the store said (one of) its server(s) keeps no AOF. */
-  acceptedNoAof(): boolean {
-    if (this.#s.durability !== "best-effort") return false;
-    const settings = this.#read?.settings ?? {};
-    return Object.entries(settings).some(([k, v]) =>
-      (k === "appendonly" || k.endsWith(".appendonly")) && v === "no"
-    );
+    if (store !== undefined) forget(store);
   }
 
   /** What the last read said, for `stats().durability`. */

@@ -8,7 +8,16 @@
 
 import { isTransient, KvIdError } from "../contract/errors.ts";
 import { withDeadline } from "../runtime/deadline_timer.ts";
-import { type DurabilityOptions, MAX_ID, type Reservation, type Store } from "../contract/store.ts";
+import {
+  type AnyReserveOptions,
+  type DurabilityOptions,
+  hasGiveBack,
+  hasRelease,
+  MAX_ID,
+  readsStepInReserve,
+  type Reservation,
+  type Store,
+} from "../contract/store.ts";
 import { storeFromSource } from "../runtime/store_source.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { describe } from "../contract/validate.ts";
@@ -172,7 +181,7 @@ export class Reserver {
     } catch (err) {
       const error = toKvIdError(err, s.key, this.#name);
       // A transient failure may hide a reconnect to a restarted (or another) server.
-      if (isTransient(error.code)) this.#gate.markDue();
+      if (isTransient(error.code)) this.#gate.markDue(this.#store);
       return { kind: "failed", error, startedAt };
     }
   }
@@ -195,13 +204,13 @@ export class Reserver {
     const s = this.#s;
     const store = this.#store;
     const work: Promise<unknown>[] = [];
-    if (s.giveBack && store?.giveBack !== undefined) {
+    if (s.giveBack && store !== undefined && hasGiveBack(store)) {
       // Every unused range: the top one lowers the counter, the others go to its pool.
       const ranges = rangesToGiveBack(unused, this.#late, this.#buf.high);
       if (ranges.length > 0) work.push(store.giveBack(s.key, this.#name, ranges));
     } else {
       const range = s.giveBack ? rangeToRelease(tail, this.#late, this.#buf.high) : undefined;
-      if (range !== undefined && store?.release !== undefined) {
+      if (range !== undefined && store !== undefined && hasRelease(store)) {
         work.push(store.release(s.key, this.#name, range));
       }
     }
@@ -240,7 +249,7 @@ export class Reserver {
     } catch {
       // No store: said by the attempt.
     }
-    if (store?.reservesStep === true && this.#s.guard) {
+    if (store !== undefined && readsStepInReserve(store) && this.#s.guard) {
       this.#memory.loaded = true;
       return { durability, loadStep: true };
     }
@@ -289,24 +298,21 @@ export class Reserver {
     durability?: DurabilityOptions,
   ): Promise<Reservation> {
     const s = this.#s;
-    return store.reserve(s.key, this.#name, count, {
+    const options: AnyReserveOptions = {
       ...(durability === undefined ? {} : { durability }),
       floor: mark,
       // Capped at 2^63-1 so a counter is never written past it: the increment overflows.
       raiseTo: mark + s.margin > MAX_ID ? MAX_ID : mark + s.margin,
       guard: s.guard,
       exact: s.bigint,
-      replicas: s.replicas,
-      // Under "best-effort", a server read as keeping no AOF cannot confirm with WAITAOF:
-      // the loss was accepted, so it is not asked.
-      waitAof: s.waitAof && !this.#gate.acceptedNoAof(),
-      // WAIT returns (with the count it saw) a little before the reservation's deadline.
-      waitMs: s.timeout * 0.9,
+      // A store reads its own options from the generator's (the Redis store: how it confirms).
+      generator: s,
       loadStep,
       maxCount: s.maxStep,
       // The pool is read by the guard script: plain HINCRBY (guard: false) never takes from it.
-      pool: s.guard && s.giveBack && store.giveBack !== undefined,
-    });
+      pool: s.guard && s.giveBack && hasGiveBack(store),
+    };
+    return store.reserve(s.key, this.#name, count, options);
   }
 
   /**
@@ -347,7 +353,7 @@ export class Reserver {
     if (reply.raised || below || added === "rollback") {
       // The server lost data: it may have restarted, or be another one; ask it again. (The
       // floor option was asked again already, before this range was accepted.)
-      this.#gate.markDue();
+      this.#gate.markDue(this.#store);
       this.#rollback(floor, last);
     }
     if (typeof added === "string") throw this.#refusal(added, last);
@@ -401,13 +407,7 @@ export class Reserver {
 
   #makeStore(): Store {
     const s = this.#s;
-    return storeFromSource(s.redis, {
-      who: "KvId",
-      key: s.key,
-      field: this.#name,
-      block: s.block,
-      timeout: s.timeout,
-    });
+    return storeFromSource(s.redis, { who: "KvId", key: s.key, field: this.#name, options: s });
   }
 
   /** The clock's reading, or a `"config"` error if it is not a finite number of ms. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Store } from "../contract/store.ts";
+import { hasStepMemory, type Store } from "../contract/store.ts";
 import { withDeadline } from "../runtime/deadline_timer.ts";
 import type { StepSizer } from "./step.ts";
 import type { KvIdSettings } from "./settings.ts";
@@ -70,7 +70,7 @@ export class StepMemory {
    */
   async lookUp(store: Store, ms: number): Promise<number | undefined> {
     this.loaded = true;
-    if (store.loadStep === undefined) return undefined;
+    if (!hasStepMemory(store)) return undefined;
     try {
       return await withDeadline(store.loadStep(this.#s.key, this.#field), ms, () => undefined);
     } catch {
@@ -107,7 +107,7 @@ export class StepMemory {
   /** Write the current step next to the counter; best effort. */
   async save(store: Store | undefined): Promise<void> {
     const step = this.#sizer.step;
-    if (store?.saveStep === undefined || !this.#s.rememberStep) return;
+    if (store === undefined || !hasStepMemory(store) || !this.#s.rememberStep) return;
     this.#saved = step;
     try {
       await store.saveStep(this.#s.key, this.#field, step);

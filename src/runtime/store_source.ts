@@ -8,7 +8,7 @@
  */
 
 import { KvIdError } from "../contract/errors.ts";
-import type { Store } from "../contract/store.ts";
+import type { GeneratorOptions, Store } from "../contract/store.ts";
 
 /** What a resolver needs besides the option's value. */
 export interface StoreSourceContext {
@@ -18,10 +18,11 @@ export interface StoreSourceContext {
   field: string;
   /** Who asks, named in the error: `"KvId"` or `"DailyId"`. */
   who: string;
-  /** IDs per block on interleaved servers. */
-  block?: number;
-  /** The generator's timeout in ms, bounding what the store may wait for. */
-  timeout: number;
+  /**
+   * The asker's options, checked, by name: the resolver reads those of the store it makes (the
+   * Redis store's: `block` for interleaved servers, `timeout`).
+   */
+  options: GeneratorOptions;
 }
 
 /** Turns a `redis` option into a store; the Redis store module installs the one there is. */

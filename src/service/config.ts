@@ -9,7 +9,7 @@
 
 import type { Codec } from "../codec/codec.ts";
 import { checkStoreSource, storeFromSource } from "../runtime/store_source.ts";
-import type { Store } from "../contract/store.ts";
+import type { AnyStore, Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { DailyId } from "../daily/daily.ts";
 import { KvId } from "../engine/kvid.ts";
@@ -20,7 +20,7 @@ import { SERVICE_DEFAULTS, type ServiceOptions } from "./options.ts";
 /** {@linkcode ServiceOptions} checked, defaults filled in: what the parts of the handler read. */
 export interface ServiceConfig {
   /** The store every generator and segment endpoint uses. */
-  readonly store: Store;
+  readonly store: AnyStore;
   /** How the store is named on the status page and in the log. */
   readonly storeLabel: string;
   /** The readiness probe given, or undefined for the default (see `readiness.ts`). */
@@ -95,7 +95,7 @@ export function serviceConfig(options: ServiceOptions): ServiceConfig {
       who: "createHandler",
       key: "kvid",
       field: "",
-      timeout,
+      options: { timeout },
     });
   }
   return {

@@ -9,7 +9,7 @@ import { DailyId } from "../daily/daily.ts";
 import { KvId, NUMBERS_WHILE_SAFE, TAKE_RUN } from "../engine/kvid.ts";
 import type { DurabilityReport, KvIdErrorSummary, KvIdOptions } from "../engine/kvid_options.ts";
 import type { DailyIdOptions } from "../daily/daily_options.ts";
-import type { Store } from "../contract/store.ts";
+import type { AnyStore, Store } from "../contract/store.ts";
 import type { DurabilityMode } from "../contract/durability.ts";
 import { deadlineTimer } from "../runtime/deadline_timer.ts";
 import { inScope, type Scope } from "./auth.ts";
@@ -246,7 +246,11 @@ export type ReservationCounters = Pick<
  * only those: the engine decides what to do by which methods a store has. A method is called
  * on the wrapped store itself, so a class with private fields works through it.
  */
-export function timedStore(inner: Store, counters: ReservationCounters, timeoutMs: number): Store {
+export function timedStore(
+  inner: AnyStore,
+  counters: ReservationCounters,
+  timeoutMs: number,
+): AnyStore {
   // A call still unanswered when the requests waiting for it gave up (a store that hangs, a
   // client queueing commands while it reconnects) is a failure then, not never. A loop blocked
   // by other work does not count against the store (deadlineTimer).
@@ -279,7 +283,7 @@ export function timedStore(inner: Store, counters: ReservationCounters, timeoutM
   };
   // A generator's first reservation reads the store's durability before anything else: a store
   // that does not answer fails there, and that is a failed reservation too.
-  const durability: Store["durability"] = (key, options) =>
+  const durability: AnyStore["durability"] = (key, options) =>
     counted(() => inner.durability!(key, options));
   const bound = new Map<PropertyKey, { of: unknown; fn: unknown }>();
   return new Proxy(inner, {

@@ -77,7 +77,7 @@ export interface ServiceOptions {
   store?: Store;
   /**
    * Answers when the store answers, rejects (or takes over a second) when not: `GET /readyz`.
-   * By default the store's own clock read (`Store.now`) when it offers one, else whether no
+   * By default the store's own clock read (`ServerClock.now`) when it offers one, else whether no
    * generator's last reservation failed; the store's `durability()` read follows either way.
    * @default {store.now, else the generators' last reservations}
    */

@@ -7,10 +7,11 @@
  */
 
 import { withDeadline } from "../runtime/deadline_timer.ts";
-import { type DurabilityMode, durabilityRefusal } from "../contract/durability.ts";
+import type { DurabilityMode } from "../contract/durability.ts";
+import { durabilityRefusal } from "../engine/durability_gate.ts";
 import { SERVICE_OPT_OUT } from "./refusals.ts";
 import { KvIdError } from "../contract/errors.ts";
-import type { Store } from "../contract/store.ts";
+import type { AnyStore, StoreDurability } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import type { Generators } from "./generators.ts";
 
@@ -43,7 +44,7 @@ const CONFIG_REFUSED =
 
 /** What {@linkcode readiness} reads. */
 export interface ReadinessOptions {
-  store: Store;
+  store: AnyStore;
   /** The generators' `durability` mode. */
   durability: DurabilityMode;
   /** The probe the caller gave (`ServiceOptions.ready`), if any. */
@@ -53,7 +54,7 @@ export interface ReadinessOptions {
 }
 
 /**
- * The readiness check of one service. Without a probe given: the store's clock (`Store.now`,
+ * The readiness check of one service. Without a probe given: the store's clock (`ServerClock.now`,
  * one round trip to its server) when it has one, else whether no generator's last reservation
  * failed; then the store's `durability()` read, which reads its server too.
  *
@@ -68,14 +69,11 @@ export function readiness(options: ReadinessOptions): () => Promise<Readiness> {
   const check = async (): Promise<string | undefined> => {
     await probe();
     if (store.durability === undefined) return undefined;
-    const d = await store.durability("kvid", {
-      field: "",
-      mode: durability,
-      replicas: 0,
-      stated: {},
-    });
-    // No counter named: the service's whole store, in the service's own knob.
-    return durabilityRefusal(d, durability, "", "", SERVICE_OPT_OUT)?.message;
+    // The generators' verdict, the one there is (engine/durability_gate.ts). No counter named:
+    // the service's whole store, in the service's own knob.
+    const judge = (d: StoreDurability) => durabilityRefusal(d, durability, "", "", SERVICE_OPT_OUT);
+    const d = await store.durability("kvid", { field: "", mode: durability, stated: {}, judge });
+    return judge(d)?.message;
   };
   const started = Date.now();
   let answered = false;

@@ -10,7 +10,7 @@ import type { ReleaseResponse, SegmentResponse, StepBody } from "../client/types
 import type { Codec } from "../codec/codec.ts";
 import { withDeadline } from "../runtime/deadline_timer.ts";
 import { KvIdError } from "../contract/errors.ts";
-import { MAX_ID, type Reservation, type Store } from "../contract/store.ts";
+import { type AnyStore, MAX_ID, type Reservation } from "../contract/store.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
 import { type Holder, type HolderOf, inScope, unauthorized } from "./auth.ts";
 import { escapeLabel } from "./metrics.ts";
@@ -52,7 +52,7 @@ class CappedHighs extends Map<string, bigint> {
 /** What {@linkcode SegmentRoutes} works with. */
 export interface SegmentRoutesOptions {
   /** The service's store. */
-  store: Store;
+  store: AnyStore;
   /** How long a store operation may take (ms) before a 503. */
   timeout: number;
   /** The most IDs one reservation may ask for. */
@@ -67,7 +67,7 @@ export interface SegmentRoutesOptions {
 
 /** The segment endpoints of one service, and their counters. */
 export class SegmentRoutes {
-  readonly #store: Store;
+  readonly #store: AnyStore;
   readonly #timeout: number;
   readonly #maxSegment: number;
   readonly #log: (line: string) => void;

@@ -119,16 +119,46 @@ export {
   type InterleavedStoreOptions,
   MAX_MEMBERS,
 } from "./interleaved/interleaved_store.ts";
-export { RedisStore } from "./redis/redis_store.ts";
+export { RedisStore, type RedisStoreOptions } from "./redis/redis_store.ts";
 export { openStore, type OpenStoreOptions, type UrlStore } from "./store_url.ts";
 export type {
+  AnyReserveOptions,
+  AnyStore,
+  CachedReads,
+  CounterListing,
   CountersOptions,
   CounterValue,
+  DayCleanup,
+  DurabilityFacts,
+  DurabilityInReserve,
   DurabilityOptions,
+  DurabilityReserveOptions,
+  GeneratorOptions,
+  GiveBack,
   IdRange,
+  MemberReserveOptions,
+  PoolReserveOptions,
+  Release,
   Reservation,
   ReserveOptions,
+  ServerClock,
+  StepMemory,
+  StepReading,
+  StepReserveOptions,
   Store,
   StoreDurability,
 } from "../contract/store.ts";
-export { poolField, stepField } from "../contract/store.ts";
+export {
+  hasCachedReads,
+  hasCounters,
+  hasDayCleanup,
+  hasDurability,
+  hasGiveBack,
+  hasRelease,
+  hasServerClock,
+  hasStepMemory,
+  poolField,
+  readsDurabilityInReserve,
+  readsStepInReserve,
+  stepField,
+} from "../contract/store.ts";

@@ -5,12 +5,12 @@
  * @module
  */
 
-import type { Store } from "../contract/store.ts";
+import type { AnyStore } from "../contract/store.ts";
 
 /** What a store opened from its URL gives: the store, its readiness probe, how to close it. */
 export interface OpenedStore {
   /** The store. */
-  store: Store;
+  store: AnyStore;
   /** Resolves when the server answers (the service's `/readyz`). */
   ping(): Promise<void>;
   /** Close what the opener connected. */

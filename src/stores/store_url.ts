@@ -16,7 +16,7 @@
 
 import { KvIdError } from "../contract/errors.ts";
 import { toKvIdError } from "../contract/store_errors.ts";
-import type { Store } from "../contract/store.ts";
+import type { AnyStore } from "../contract/store.ts";
 import { importDriver } from "./drivers.ts";
 import type { NodeRedisLike } from "./redis/adapters.ts";
 import { MYSQL_URL } from "./mysql/url.ts";
@@ -135,7 +135,7 @@ export function storeKind(url: string, what = "the store URL"): StoreKind {
 /** A store opened from a URL, connecting on its first use. */
 export interface UrlStore {
   /** The store; its driver is imported and connected on the first call. */
-  store: Store;
+  store: AnyStore;
   /** Resolves when the database answers, rejects otherwise (the service's `/readyz`). */
   ready(): Promise<void>;
   /** Close the connection the store opened, if it did. */
@@ -195,7 +195,7 @@ export function storeFromUrl(
     }
     return opened;
   };
-  const store: Store = {
+  const store: AnyStore = {
     reserve: async (key, field, count, reserveOptions) =>
       await (await open()).store.reserve(key, field, count, reserveOptions),
     release: async (key, field, range) => {
@@ -232,6 +232,8 @@ export function storeFromUrl(
       if (s.now === undefined) throw new KvIdError("config", `${what}: this store has no clock`);
       return await s.now();
     },
+    // Forgotten before any later call reaches the store (each awaits the same opening first).
+    forgetReads: () => void opened?.then((o) => o.store.forgetReads?.(), () => {}),
     // Before the store opened: "", the counter named as a hash.
     describe: (key, field) => got?.store.describe?.(key, field) ?? "",
   };

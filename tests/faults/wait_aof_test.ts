@@ -41,16 +41,17 @@ Deno.test({
         return reply;
       },
     };
-    const store = new RedisStore(client);
-    const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true, waitAof: true };
-    // The store's own wait, no caller's deadline around it: the answer alone decides.
-    const ok = await store.reserve("kvid", "unconfirmed", 10, { ...options, waitMs: 5_000 });
+    // WAITAOF and its wait are the store's own options; no caller's deadline around it: the
+    // answer alone decides.
+    const store = new RedisStore(client, { waitAof: true, waitMs: 5_000 });
+    const options = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+    const ok = await store.reserve("kvid", "unconfirmed", 10, options);
     assert.deepEqual(ok.ranges, [{ first: 1n, last: 10n }]);
     assert.deepEqual(replies, [[1, 0]]);
     // From now on the server leaves the fsync to the kernel: WAITAOF can confirm nothing.
     await command(server.url, "CONFIG", "SET", "appendfsync", "no");
-    const got = await store.reserve("kvid", "unconfirmed", 10, { ...options, waitMs: 200 })
-      .then((v) => v, (e) => e);
+    const short = new RedisStore(client, { waitAof: true, waitMs: 200 });
+    const got = await short.reserve("kvid", "unconfirmed", 10, options).then((v) => v, (e) => e);
     assert.deepEqual(replies[1], [0, 0], "the server confirmed nothing");
     assert.ok(got instanceof KvIdError, `accepted ${JSON.stringify(got, big)} not on disk`);
     assert.equal(got.code, "timeout");

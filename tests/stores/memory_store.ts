@@ -6,18 +6,26 @@
  */
 
 import { KvIdError } from "../../mod.ts";
-import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
-import type {
-  CountersOptions,
-  CounterValue,
-  IdRange,
-  Reservation,
-  ReserveOptions,
-  Store,
-} from "../../src/stores/mod.ts";
+import {
+  type CounterListing,
+  type CountersOptions,
+  type CounterValue,
+  DAY_FIELD,
+  type DayCleanup,
+  type IdRange,
+  MAX_ID,
+  type Release,
+  type Reservation,
+  type ReserveOptions,
+  type StepMemory,
+  type Store,
+} from "../../src/contract/store.ts";
 
-/** Every method of the contract, atomic because JavaScript runs one call at a time. */
-export class MemoryStore implements Store {
+/**
+ * The contract's operation and the capabilities memory can have atomically (JavaScript runs one
+ * call at a time): release, step memory, counter listing, day cleanup.
+ */
+export class MemoryStore implements Store, Release, StepMemory, CounterListing, DayCleanup {
   readonly #counters = new Map<string, Map<string, bigint>>();
   readonly #steps = new Map<string, number>();
 
@@ -57,7 +65,7 @@ export class MemoryStore implements Store {
     return Promise.resolve({ ranges: [{ first: last - BigInt(count) + 1n, last }], raised });
   }
 
-  /** Give back the tail if nobody reserved since; see {@linkcode Store.release}. */
+  /** Give back the tail if nobody reserved since; see {@linkcode Release.release}. */
   release(key: string, field: string, range: IdRange): Promise<boolean> {
     const hash = this.#hash(key);
     if ((hash.get(field) ?? 0n) !== range.last) return Promise.resolve(false);
@@ -65,18 +73,18 @@ export class MemoryStore implements Store {
     return Promise.resolve(true);
   }
 
-  /** The remembered step; see {@linkcode Store.loadStep}. */
+  /** The remembered step; see {@linkcode StepMemory.loadStep}. */
   loadStep(key: string, field: string): Promise<number | undefined> {
     return Promise.resolve(this.#steps.get(`${key}\n${field}`));
   }
 
-  /** Remember a step; see {@linkcode Store.saveStep}. */
+  /** Remember a step; see {@linkcode StepMemory.saveStep}. */
   saveStep(key: string, field: string, step: number): Promise<void> {
     this.#steps.set(`${key}\n${field}`, step);
     return Promise.resolve();
   }
 
-  /** The counters of a hash; see {@linkcode Store.counters}. */
+  /** The counters of a hash; see {@linkcode CounterListing.counters}. */
   counters(key: string, options: CountersOptions = {}): Promise<Map<string, CounterValue>> {
     const hash = this.#counters.get(key) ?? new Map<string, bigint>();
     const found = new Map<string, CounterValue>();
@@ -87,7 +95,7 @@ export class MemoryStore implements Store {
     return Promise.resolve(found);
   }
 
-  /** Delete the day counters before `before`; see {@linkcode Store.deleteDaysBefore}. */
+  /** Delete the day counters before `before`; see {@linkcode DayCleanup.deleteDaysBefore}. */
   deleteDaysBefore(key: string, before: string): Promise<number> {
     if (!DAY_FIELD.test(before)) {
       return Promise.reject(new RangeError(`MemoryStore: not a yyyymmdd day: ${before}`));

@@ -11,7 +11,16 @@ import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
 import { isTransient } from "../../src/contract/errors.ts";
 import { DAY_FIELD, MAX_ID } from "../../src/contract/store.ts";
-import type { IdRange, ReserveOptions, Store } from "../../src/stores/mod.ts";
+// The capability guards, one per optional capability: `can.hasGiveBack(store)`.
+import * as can from "../../src/contract/store.ts";
+import type {
+  AnyReserveOptions,
+  AnyStore,
+  IdRange,
+  Reservation,
+  ReserveOptions,
+  Store,
+} from "../../src/stores/mod.ts";
 
 /** A store to check, and what it is. */
 export interface StoreSubject {
@@ -25,7 +34,7 @@ export interface StoreSubject {
   /** Write something that is not an integer where the counter `field` of `key` lives. */
   corrupt?(key: string, field: string): Promise<void>;
   /**
-   * The store records an interleaved set's layout ({@linkcode ReserveOptions.layout}), so it
+   * The store records an interleaved set's layout (`MemberReserveOptions.layout`), so it
    * can be a member of an `InterleavedStore`. Default false.
    */
   layout?: boolean;
@@ -50,6 +59,16 @@ export interface StoreSubject {
 }
 
 const PLAIN: ReserveOptions = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+/** A durability read's verdict that accepts: the spec reads the facts, it serves nothing. */
+const ACCEPT = () => undefined;
+
+/**
+ * The subject's store as the spec calls it: every capability optional (each case checks its own
+ * by shape, and is ignored without it), and any capability's reserve options.
+ */
+type SpecStore = AnyStore & {
+  reserve(key: string, field: string, count: number, o: AnyReserveOptions): Promise<Reservation>;
+};
 
 let unique = 0;
 /** A counter name no other case (and no earlier run on a shared server) has used. */
@@ -83,7 +102,8 @@ function big(_: string, v: unknown): unknown {
 
 /** Run every case of the contract against `subject` as steps of `t`. */
 export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): Promise<void> {
-  const { store, contiguous } = subject;
+  const { contiguous } = subject;
+  const store: SpecStore = subject.store;
   const key = subject.key ?? fresh("key");
   const check = (ranges: readonly IdRange[], count: number) =>
     assertRanges(ranges, count, !contiguous);
@@ -192,7 +212,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     }
   });
 
-  const release = store.release?.bind(store);
+  const release = can.hasRelease(store) ? store.release.bind(store) : undefined;
   await t.step({
     name: release && contiguous
       ? "release gives the tail back only if nobody reserved since (compare-and-set)"
@@ -217,10 +237,10 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: store.giveBack && contiguous
+    name: can.hasGiveBack(store) && contiguous
       ? "giveBack: the top lowers the counter (compare-and-set), the rest is pooled, reserved first above the floor"
       : "giveBack (ignored: this store keeps no pool of given-back ranges)",
-    ignore: !(store.giveBack && contiguous),
+    ignore: !(can.hasGiveBack(store) && contiguous),
     fn: async () => {
       const field = fresh("give-back");
       const pool = { ...PLAIN, pool: true };
@@ -244,12 +264,12 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
-  const { loadStep, saveStep } = store;
+  const steps = can.hasStepMemory(store);
   await t.step({
-    name: loadStep && saveStep
+    name: steps
       ? "the remembered step: none for a new counter, then what was saved, per counter"
       : "step memory (ignored: this store does not remember steps)",
-    ignore: !(loadStep && saveStep),
+    ignore: !steps,
     fn: async () => {
       const field = fresh("step");
       const other = fresh("step-other");
@@ -269,7 +289,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.deleteDaysBefore
       ? "day cleanup deletes the days before the cut and leaves every other field alone"
       : "day cleanup (ignored: this store has no deleteDaysBefore)",
-    ignore: !store.deleteDaysBefore,
+    ignore: !can.hasDayCleanup(store),
     fn: async () => {
       // A DailyId's hash (a key of its own, unless the store serves one key: then the fields
       // of other cases share it, and the counts below are of this case's fields alone).
@@ -289,8 +309,8 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
       // The same days under another key are another DailyId's: not this cleanup's.
       const otherKey = subject.key === undefined ? fresh("other-days") : undefined;
       if (otherKey !== undefined) await store.reserve(otherKey, "20260101", 5, PLAIN);
-      const steps = store.loadStep !== undefined && store.saveStep !== undefined;
-      if (steps) await store.saveStep!(days, "order", 300);
+      const saves = can.hasStepMemory(store);
+      if (saves) await store.saveStep!(days, "order", 300);
       if (subject.key === undefined) {
         assert.equal(await store.deleteDaysBefore!(days, "20260103"), old.length);
         assert.equal(await store.deleteDaysBefore!(days, "20260103"), 0, "nothing left to delete");
@@ -311,7 +331,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
           assert.deepEqual(r.ranges, [{ first: 6n, last: 6n }], "another key's day was kept");
         }
       }
-      if (steps) assert.equal(await store.loadStep!(days, "order"), 300, "a kept step is kept");
+      if (saves) assert.equal(await store.loadStep!(days, "order"), 300, "a kept step is kept");
       await assert.rejects(store.deleteDaysBefore!(days, "2026-01-03"), "not a yyyymmdd day");
       assert.ok(!DAY_FIELD.test("2026-01-03"));
     },
@@ -321,7 +341,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.counters
       ? "counters(): each counter of the key, exact; no internal field, no other key's; an absent key is empty"
       : "counters (ignored: this store has no counters)",
-    ignore: !store.counters,
+    ignore: !can.hasCounters(store),
     fn: async () => {
       const read = (k: string, names?: string[]) =>
         store.counters!(k, names === undefined ? undefined : { names });
@@ -380,7 +400,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     },
   });
 
-  const memberDays = store.deleteDaysBefore !== undefined && subject.layout === true &&
+  const memberDays = can.hasDayCleanup(store) && subject.layout === true &&
     subject.key === undefined;
   await t.step({
     name: !memberDays
@@ -406,7 +426,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     name: store.now
       ? "now(): the server's clock, in ms since the epoch, near this process's"
       : "the server's clock (ignored: this store has no now())",
-    ignore: !store.now,
+    ignore: !can.hasServerClock(store),
     fn: async () => {
       const before = Date.now();
       const ms = await store.now!();
@@ -448,7 +468,7 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
     fn: async () => {
       const field = fresh("layout");
       const layout = "v1 servers=2 block=10 index=1";
-      const config = async (options: ReserveOptions, f = field, message?: RegExp) => {
+      const config = async (options: AnyReserveOptions, f = field, message?: RegExp) => {
         const err = await store.reserve(key, f, 1, options).then((r) => r, (e: unknown) => e);
         assert.ok(err instanceof KvIdError, `got ${Deno.inspect(err)}`);
         assert.equal(err.code, "config", err.message);
@@ -478,10 +498,10 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: store.reservesStep === true
+    name: can.readsStepInReserve(store)
       ? "reserve with loadStep: at least the remembered step, at most maxCount, in one call"
       : "reserve with loadStep (ignored: reservesStep is not true on this store)",
-    ignore: store.reservesStep !== true,
+    ignore: !can.readsStepInReserve(store),
     fn: async () => {
       const field = fresh("reserve-step");
       const load = { ...PLAIN, loadStep: true, maxCount: 1_000 };
@@ -522,8 +542,13 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
         (e: unknown) => e,
       );
       transient(err, "reserve");
-      if (dead.store.durability !== undefined) {
-        const options = { field: fresh("down"), mode: "strict", replicas: 0, stated: {} } as const;
+      if (can.hasDurability(dead.store)) {
+        const options = {
+          field: fresh("down"),
+          mode: "strict",
+          stated: {},
+          judge: ACCEPT,
+        } as const;
         // A store of several servers may answer without them (their settings "not yet" read);
         // a store of one cannot, and says why as any of its failures.
         await dead.store.durability(key, options).then(
@@ -537,16 +562,16 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
   });
 
   await t.step({
-    name: store.durability
+    name: can.hasDurability(store)
       ? "durability(): what the server can lose, each problem naming its fix"
       : "durability (ignored: this store does not say; a generator trusts it)",
-    ignore: !store.durability,
+    ignore: !can.hasDurability(store),
     fn: async () => {
       const d = await store.durability!(key, {
         field: fresh("durability"),
         mode: "strict",
-        replicas: 0,
         stated: {},
+        judge: ACCEPT,
       });
       assert.equal(typeof d.durable, "boolean");
       assert.ok(Array.isArray(d.problems) && d.problems.every((p) => typeof p === "string"));
@@ -561,8 +586,8 @@ export async function runStoreSpec(t: Deno.TestContext, subject: StoreSubject): 
       const again = await store.durability!(key, {
         field: fresh("durability"),
         mode: "strict",
-        replicas: 0,
         stated,
+        judge: ACCEPT,
       });
       for (const [name, value] of Object.entries(d.settings)) {
         if (value !== "unknown") assert.equal(again.settings[name], value, `${name}: the server's`);

@@ -1,6 +1,6 @@
 /**
  * `kvid get`, `list` and `floor`: reading and raising the counters of a hash, on any store.
- * Reading goes through `readCounters` (Redis: the hash itself; elsewhere `Store.counters`).
+ * Reading goes through `readCounters` (Redis: the hash itself; elsewhere `CounterListing.counters`).
  * `floor` on Redis is one script (it raises without reserving); elsewhere it reads the counter,
  * then raises it with one guarded reservation of the ID `<value>` itself (the guard's raise:
  * `floor: value, raiseTo: value - 1`), so the counter ends at `<value>`, as on Redis.

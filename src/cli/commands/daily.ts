@@ -3,7 +3,7 @@
  * `kvid:daily:<name>`), on any store. `cleanup` deletes through the Store contract
  * (`deleteDaysBefore`, dated by `now`); reading days (`daily`, `cleanup --dry-run`, and telling
  * a missing serial from one without old days) goes through `readCounters` (Redis: the hash;
- * elsewhere `Store.counters`). Finding every daily serial (`kvid list`) is Redis only (`SCAN`).
+ * elsewhere `CounterListing.counters`). Finding every daily serial (`kvid list`) is Redis only (`SCAN`).
  *
  * @module
  */

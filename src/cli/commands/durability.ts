@@ -1,5 +1,5 @@
 /**
- * `kvid durability`: what the store's server can lose, through `Store.durability` (any store).
+ * `kvid durability`: what the store's server can lose, through `DurabilityFacts` (any store).
  *
  * @module
  */
@@ -27,7 +27,12 @@ it would refuse. --json prints {"key", "durable", "settings", "problems"}.`,
       // A store without a probe is trusted, as a generator trusts it.
       const d = store.durability === undefined
         ? { durable: true, settings: {}, problems: [] }
-        : await store.durability(key, { field: "", mode: "strict", replicas: 0, stated: {} });
+        : await store.durability(key, {
+          field: "",
+          mode: "strict",
+          stated: {},
+          judge: () => undefined,
+        });
       if (json) {
         out(
           JSON.stringify({ key, durable: d.durable, settings: d.settings, problems: d.problems }),

@@ -77,12 +77,18 @@
 import { fieldLabel, KvIdError } from "../../contract/errors.ts";
 import { disown, own } from "../../runtime/shutdown.ts";
 import type {
+  CounterListing,
   CountersOptions,
   CounterValue,
+  DayCleanup,
+  DurabilityFacts,
   DurabilityOptions,
   IdRange,
+  MemberReserveOptions,
+  Release,
   Reservation,
   ReserveOptions,
+  StepMemory,
   Store,
   StoreDurability,
 } from "../../contract/store.ts";
@@ -124,7 +130,8 @@ export type { DenoKvSource, DenoKvStoreOptions, DenoKvStoreStats };
  * assert.ok(store.stats().reservations === 2);
  * ```
  */
-export class DenoKvStore implements Store, Disposable {
+export class DenoKvStore
+  implements Store, Release, StepMemory, DurabilityFacts, DayCleanup, CounterListing, Disposable {
   readonly #source: DenoKvSource | undefined;
   readonly #owned: boolean;
   readonly #prefix: Deno.KvKey;
@@ -202,7 +209,7 @@ export class DenoKvStore implements Store, Disposable {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    options: ReserveOptions & MemberReserveOptions,
   ): Promise<Reservation> {
     const where = this.#at(key, field);
     if (!Number.isSafeInteger(count) || count < 1) {
@@ -210,7 +217,7 @@ export class DenoKvStore implements Store, Disposable {
     }
     const kv = await this.#open(key, field);
     const kvKey = this.kvKey(key, field);
-    // An interleaved counter's layout (see ReserveOptions.layout), read and checked with it.
+    // An interleaved counter's layout (see MemberReserveOptions.layout), read and checked with it.
     const layoutKey = this.kvKey(key, LAYOUT_PREFIX + field);
     for (let attempt = 1;; attempt++) {
       let committed: Deno.KvCommitResult | Deno.KvCommitError | undefined;
@@ -309,7 +316,7 @@ export class DenoKvStore implements Store, Disposable {
   /**
    * Deno KV's durability: a commit returns only once it is durable (SQLite in WAL mode locally,
    * the primary region's log on Deno Deploy), and nothing evicts or expires a counter entry.
-   * No I/O. See {@linkcode Store.durability}.
+   * No I/O. See {@linkcode DurabilityFacts.durability}.
    *
    * @example
    * ```ts
@@ -320,7 +327,7 @@ export class DenoKvStore implements Store, Disposable {
    * const d = await store.durability("kvid", {
    *   field: "order",
    *   mode: "strict",
-   *   replicas: 0,
+   *   judge: () => undefined,
    *   stated: {},
    * });
    * assert.ok(d.durable && d.problems.length === 0);
@@ -341,7 +348,7 @@ export class DenoKvStore implements Store, Disposable {
 
   /**
    * The step the counter's processes last used, remembered in the entry
-   * `[...prefix, key, "\0step:" + field]`; see {@linkcode Store.loadStep}.
+   * `[...prefix, key, "\0step:" + field]`; see {@linkcode StepMemory.loadStep}.
    *
    * @example
    * ```ts
@@ -370,7 +377,7 @@ export class DenoKvStore implements Store, Disposable {
   }
 
   /**
-   * Remember `step` for the counter's next generators; see {@linkcode Store.saveStep}.
+   * Remember `step` for the counter's next generators; see {@linkcode StepMemory.saveStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -445,7 +452,7 @@ export class DenoKvStore implements Store, Disposable {
    * the layout entry of an interleaved member's; never the step or layout entries themselves
    * (their names begin with NUL) nor another key's. With `names`, one `getMany` of those (and
    * their layouts, in batches of 5 names: `getMany` takes at most 10 keys); otherwise one
-   * `list` of the prefix. See {@linkcode Store.counters}.
+   * `list` of the prefix. See {@linkcode CounterListing.counters}.
    *
    * @example
    * ```ts

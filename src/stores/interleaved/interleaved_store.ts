@@ -9,15 +9,19 @@
 import { withDeadline } from "../../runtime/deadline_timer.ts";
 import { KvIdError, type KvIdErrorReason } from "../../contract/errors.ts";
 import {
+  type AnyReserveOptions,
+  type CachedReads,
+  type DurabilityFacts,
   type DurabilityOptions,
+  hasCachedReads,
+  hasDurability,
   type IdRange,
   MAX_ID,
   type Reservation,
-  type ReserveOptions,
   type Store,
   type StoreDurability,
 } from "../../contract/store.ts";
-import { durabilityRefusal, mergeDurability } from "../../contract/durability.ts";
+import { mergeDurability } from "../../contract/durability.ts";
 import { toKvIdError } from "../../contract/store_errors.ts";
 import { layoutOf } from "./layout.ts";
 
@@ -100,7 +104,7 @@ function healthOf(member: Store): Health {
  * ticket servers, TinyID's delta/remainder and seed 003's outer and inner steps: IDs are cut in
  * blocks of `block`, and member `i` only ever issues blocks whose index is `i` modulo N. Block
  * `b` holds the IDs `b * block + 1 .. (b + 1) * block`. The members are any stores that record
- * a layout ({@linkcode ReserveOptions.layout}): `RedisStore`, `DenoKvStore`, the SQL stores, or a
+ * a layout (`MemberReserveOptions.layout`): `RedisStore`, `DenoKvStore`, the SQL stores, or a
  * mix of them.
  *
  * - Each member's own counter counts that member's block cycles `m`: its next block is
@@ -123,7 +127,7 @@ function healthOf(member: Store): Health {
  *   counter must list the same stores in the same order; members left out of a list cannot
  *   check it.
  * - Every value is exact up to 2^63-1; past it, `"overflow"`.
- * - It has no `counters` ({@linkcode Store.counters}): an interleaved counter is no one value
+ * - It has no `counters` (`CounterListing`): an interleaved counter is no one value
  *   (each member holds its own block cycle, and the highest ID handed out is not the next one's
  *   floor, since members run apart). Read the members' own: each lists the cycle with its
  *   layout (`kvid list` on a member's URL).
@@ -139,7 +143,7 @@ function healthOf(member: Store): Health {
  * // Redis servers alone: the same as new KvId("order", { redis: [a, b, c], block: 1000 })
  * ```
  */
-export class InterleavedStore implements Store {
+export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
   readonly #members: readonly Store[];
   readonly #block: bigint;
   readonly #blockSize: number;
@@ -207,7 +211,7 @@ export class InterleavedStore implements Store {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    options: AnyReserveOptions,
   ): Promise<Reservation> {
     const n = this.#members.length;
     const blocks = Math.min(MAX_BLOCKS, Math.max(1, Math.ceil(count / this.#blockSize)));
@@ -279,7 +283,7 @@ export class InterleavedStore implements Store {
     key: string,
     field: string,
     blocks: number,
-    options: ReserveOptions,
+    options: AnyReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
     const started = performance.now();
@@ -307,7 +311,7 @@ export class InterleavedStore implements Store {
     key: string,
     field: string,
     blocks: number,
-    options: ReserveOptions,
+    options: AnyReserveOptions,
     limitMs: number,
   ): Promise<Reservation> {
     const where = { key, field };
@@ -339,15 +343,17 @@ export class InterleavedStore implements Store {
       // this member went away.
       const d = await this.#probe(i, key, { ...policy, reuse: false }, limitMs);
       const only = this.#members.map((_, j) => j === i ? d : undefined);
-      const refusal = durabilityRefusal(mergeDurability(only), policy.mode, key, field);
+      const refusal = policy.judge(mergeDurability(only));
       if (refusal !== undefined) throw refusal;
     }
     const layout = this.layout(i);
-    // The member's own confirmation (WAITAOF, WAIT) fits in this attempt, and in a few round
-    // trips of its reservation: a member that does not confirm is skipped quickly, its blocks
-    // spent.
-    const waitMs = Math.max(1, Math.floor(Math.min(options.waitMs ?? limitMs, limitMs * 0.9)));
-    const reply = await this.#members[i].reserve(key, field, blocks, {
+    // The member's own confirmation (the Redis store's WAITAOF, WAIT) fits in this attempt, in
+    // 90% of the generator's timeout, and in a few round trips of its reservation: a member
+    // that does not confirm is skipped quickly, its blocks spent.
+    const timeout = options.generator?.timeout;
+    const asked = typeof timeout === "number" ? timeout * 0.9 : limitMs;
+    const budgetMs = Math.max(1, Math.floor(Math.min(asked, limitMs * 0.9)));
+    const memberOptions: AnyReserveOptions = {
       ...options,
       floor: floorCycle,
       raiseTo: raiseCycle,
@@ -358,14 +364,15 @@ export class InterleavedStore implements Store {
       loadStep: false,
       maxCount: undefined,
       pool: false,
-      waitMs,
-      waitRoundTrips: RTT_FACTOR,
+      budgetMs,
+      budgetRoundTrips: RTT_FACTOR,
       layout,
-    });
+    };
+    const reply = await this.#members[i].reserve(key, field, blocks, memberOptions);
     if (reply.layout !== layout) {
       throw new KvIdError(
         "config",
-        `this store does not record interleaved layouts (its reservation did not echo ReserveOptions.layout): its blocks could not be checked; use stores that do (RedisStore, DenoKvStore, the SQL stores)`,
+        `this store does not record interleaved layouts (its reservation did not echo MemberReserveOptions.layout): its blocks could not be checked; use stores that do (RedisStore, DenoKvStore, the SQL stores)`,
         where,
       );
     }
@@ -390,7 +397,7 @@ export class InterleavedStore implements Store {
   }
 
   /**
-   * What the members can lose for hash `key`: each one's own {@linkcode Store.durability} (a
+   * What the members can lose for hash `key`: each one's own `durability()` (a
    * member without it is trusted, as a store alone is), merged: durable when every one is. A
    * member that does not answer is left out and probed before its next reservation, with the
    * same `options`: one that would be refused then is refused, as the whole store is.
@@ -416,7 +423,7 @@ export class InterleavedStore implements Store {
     limitMs: number,
   ): Promise<StoreDurability> {
     const member = this.#members[i];
-    if (member.durability === undefined) {
+    if (!hasDurability(member)) {
       return this.#probed[i] = {
         durable: true,
         settings: { probe: "none (trusted)" },
@@ -434,6 +441,11 @@ export class InterleavedStore implements Store {
     );
     this.#probed[i] = d;
     return d;
+  }
+
+  /** Have every member that shares its server's reads stop sharing them. */
+  forgetReads(): void {
+    for (const member of this.#members) if (hasCachedReads(member)) member.forgetReads();
   }
 
   /** The least cycle m >= 0 whose block m * N + i starts above `floor`. */

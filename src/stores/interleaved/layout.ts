@@ -1,6 +1,6 @@
 /**
  * The layout of an interleaved counter, shared by the stores that record it (see
- * {@linkcode ReserveOptions.layout}): where it lives next to the counter, how it is written, and
+ * `MemberReserveOptions.layout`): where it lives next to the counter, how it is written, and
  * the refusals every store words the same way.
  *
  * @module

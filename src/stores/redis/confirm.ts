@@ -8,7 +8,7 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
-import type { ReserveOptions } from "../../contract/store.ts";
+import type { RedisReserveOptions as ReserveOptions } from "./store_options.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 import { parseInteger } from "./replies.ts";
 

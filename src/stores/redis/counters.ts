@@ -1,9 +1,9 @@
 /**
  * Reading a Redis hash's counters ({@linkcode readCounters}, the Redis store's
- * `Store.counters`): one script that lists the counter fields with their values as strings (exact
- * above 2^53: Lua would round numbers through doubles) and each one's interleaved layout,
- * leaving out the library's own fields (their names begin with NUL: the remembered step, the
- * layout, the pool).
+ * `CounterListing.counters`): one script that lists the counter fields with their values as
+ * strings (exact above 2^53: Lua would round numbers through doubles) and each one's interleaved
+ * layout, leaving out the library's own fields (their names begin with NUL: the remembered
+ * step, the layout, the pool).
  *
  * @module
  */
@@ -42,7 +42,7 @@ return out`);
 const COUNTER = /^(0|[1-9]\d*)$/;
 
 /**
- * The counters of hash `key` on `client`, as {@linkcode Store.counters} describes: one script
+ * The counters of hash `key` on `client`, as `CounterListing.counters` describes: one script
  * (`HGETALL`, or `HMGET` of the names asked for); a server without scripting gets `HGETALL`
  * through `sendCommand`.
  *

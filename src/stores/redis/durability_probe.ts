@@ -5,8 +5,8 @@
  * @module
  */
 
-import { serverReadsEpoch } from "../../runtime/server_reads.ts";
-import type { DurabilityOptions, StoreDurability } from "../../contract/store.ts";
+import type { StoreDurability } from "../../contract/store.ts";
+import type { RedisDurabilityOptions as DurabilityOptions } from "./store_options.ts";
 import { isNoScripting, LuaScript } from "./lua_script.ts";
 import { KVROCKS_DISABLE_WAL } from "./scripts.ts";
 import { knownWithoutWaitAof } from "./confirm.ts";
@@ -138,16 +138,16 @@ const DEFAULT_APPENDFSYNC = "everysec";
 // made after an accepted read reserves at once (its first ID one round trip, not two: the read
 // costs about a reservation's round trip, three to four times one raw HINCRBY on node-redis,
 // bench/deploy_bench.ts). A read is shared only while no generator has found a reason to
-// doubt it ({@linkcode markServerReadsStale}: a transient failure, a rollback, a refusal):
-// after one, the next read of every client reads the server again.
+// doubt it (a transient failure, a rollback, a refusal: {@linkcode forgetServerReads}, which
+// the store's forgetReads() calls): after one, the next read of that client reads the server.
 /** A read of the server: `INFO` and `PTTL`, then `CONFIG GET` appendfsync, save, rocksdb sync. */
 export type ServerRead = Promise<[InfoRead, string, string, string]>;
-type SharedRead = { read: ServerRead; epoch: number; done: boolean };
+type SharedRead = { read: ServerRead; done: boolean };
 const reads = new WeakMap<RedisClient, Map<string, SharedRead>>();
 
 /**
  * The read of `client` and hash `key` a generator may use instead of its own, or undefined: the
- * last one while no generator has doubted it ({@linkcode markServerReadsStale}); with `reuse`
+ * last one while no generator has doubted it ({@linkcode forgetServerReads}); with `reuse`
  * false (a re-read), only one still in flight and sent since the last doubt (10,000 names
  * re-reading after one failure: one read).
  */
@@ -157,7 +157,7 @@ export function sharedRead(
   reuse: boolean,
 ): ServerRead | undefined {
   const shared = reads.get(client)?.get(key);
-  if (shared !== undefined && shared.epoch === serverReadsEpoch() && (reuse || !shared.done)) {
+  if (shared !== undefined && (reuse || !shared.done)) {
     return shared.read;
   }
   return undefined;
@@ -170,7 +170,7 @@ export function sharedRead(
 export function shareRead(client: RedisClient, key: string, read: ServerRead): void {
   let byKey = reads.get(client);
   if (byKey === undefined) reads.set(client, byKey = new Map());
-  const entry: SharedRead = { read, epoch: serverReadsEpoch(), done: false };
+  const entry: SharedRead = { read, done: false };
   byKey.set(key, entry);
   read.then(([i]) => {
     entry.done = true;
@@ -179,6 +179,14 @@ export function shareRead(client: RedisClient, key: string, read: ServerRead): v
     // A failed read is never shared: the next one reads the server again.
     if (byKey.get(key) === entry) byKey.delete(key);
   });
+}
+
+/**
+ * Stop sharing every read of `client` made so far (one still in flight included): the next read
+ * of each hash reads the server again.
+ */
+export function forgetServerReads(client: RedisClient): void {
+  reads.delete(client);
 }
 
 function serverReads(client: RedisClient, key: string, reuse: boolean): ServerRead {
@@ -220,7 +228,7 @@ function lacksWaitAof(info: Map<string, string>): boolean {
  * (one round trip in all). A setting the server will not tell is `"unknown"` unless
  * `options.stated` states it. A lost connection rejects. With `options.reuse`, the last read
  * of this client and hash answers while no generator has doubted it since
- * ({@linkcode markServerReadsStale}).
+ * ({@linkcode forgetServerReads}).
  */
 export async function probeRedis(
   client: RedisClient,

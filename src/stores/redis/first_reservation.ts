@@ -8,12 +8,11 @@
  * @module
  */
 
+import type { Reservation, StoreDurability } from "../../contract/store.ts";
 import type {
-  DurabilityOptions,
-  Reservation,
-  ReserveOptions,
-  StoreDurability,
-} from "../../contract/store.ts";
+  RedisDurabilityOptions as DurabilityOptions,
+  RedisReserveOptions as ReserveOptions,
+} from "./store_options.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
 import { isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 import { probeWaitAof } from "./confirm.ts";
@@ -52,8 +51,9 @@ export async function firstReservation(
   const [, n, floor, raiseTo, , most] = reserveArgs(field, count, options);
   const bit = (on: boolean) => on ? "1" : "0";
   const flags = bit(options.loadStep === true) + bit(options.pool === true) +
-    bit(asked.mode === "best-effort" || asked.replicas > 0) + bit(stated.appendonly === "yes") +
-    bit(asked.mode === "best-effort") + (stated.maxmemory_policy ?? "");
+    bit(asked.mode === "best-effort" || (asked.replicas ?? 0) > 0) +
+    bit(stated.appendonly === "yes") + bit(asked.mode === "best-effort") +
+    (stated.maxmemory_policy ?? "");
   // Six arguments (see FIRST_RESERVE_SCRIPT): the step and pool fields are named by the script.
   const args = [field, n, floor, raiseTo, most, flags];
   const started = performance.now();

@@ -47,9 +47,11 @@ export function storeForRedis(
   if (Array.isArray(source)) {
     // One RedisStore per client, shared: the set's members are the same stores a generator on
     // one of the servers alone would use, and what one set learns of a member's health, all do.
+    // The generator's `block` and `timeout` options are the set's.
+    const { block, timeout } = context.options;
     return new InterleavedStore(source.map(storeFor), {
-      block: context.block,
-      timeout: context.timeout,
+      block: typeof block === "number" ? block : undefined,
+      timeout: typeof timeout === "number" ? timeout : undefined,
     });
   }
   return storeFor(source);

@@ -6,12 +6,21 @@
 
 import { KvIdError, reasonOf } from "../../contract/errors.ts";
 import type {
+  AnyReserveOptions,
+  CachedReads,
+  CounterListing,
   CountersOptions,
   CounterValue,
+  DayCleanup,
+  DurabilityInReserve,
   DurabilityOptions,
+  GiveBack,
   IdRange,
+  Release,
   Reservation,
-  ReserveOptions,
+  ServerClock,
+  StepMemory,
+  StepReading,
   Store,
   StoreDurability,
 } from "../../contract/store.ts";
@@ -24,9 +33,16 @@ import {
   singleStoreCounter,
 } from "../interleaved/layout.ts";
 import { isNoScripting } from "./lua_script.ts";
-import { probeRedis, sharedRead } from "./durability_probe.ts";
+import { forgetServerReads, probeRedis, sharedRead } from "./durability_probe.ts";
 import { confirmedAs, firstReservation } from "./first_reservation.ts";
-import { durabilityRefusal } from "../../contract/durability.ts";
+import {
+  checkRedisStoreOptions,
+  confirmationFor,
+  type RedisDurabilityOptions,
+  type RedisReserveOptions as ReserveOptions,
+  type RedisStoreOptions,
+  replicasFor,
+} from "./store_options.ts";
 import { deleteDaysBefore, serverNow } from "./daily_cleanup.ts";
 import { resolveRedis } from "./client_source.ts";
 import { confirmReservation, confirms, connectionOf } from "./confirm.ts";
@@ -45,8 +61,9 @@ export type { RedisClient, RedisSource } from "../../contract/redis_client.ts";
 export { checkRedisSource, resolveRedis } from "./client_source.ts";
 export { confirmReservation, waitForAof, waitForReplicas } from "./confirm.ts";
 export { LUA_BELOW } from "./scripts.ts";
+export type { RedisStoreOptions } from "./store_options.ts";
 
-// The least time a WAIT bounded by round trips (ReserveOptions.waitRoundTrips) gets in all.
+// The least time a WAIT bounded by round trips (MemberReserveOptions.budgetRoundTrips) gets.
 const MIN_WAIT_MS = 200;
 const INTERLEAVED_COUNTER =
   "this counter belongs to interleaved servers (its layout field exists): use a generator with the same redis: [...] list, or another name";
@@ -75,12 +92,28 @@ const MAX_CHECKED = 10_000;
  * assert.ok(store.layout(1) === "v1 servers=2 block=1000 index=1" && ORDER_ID.name === "order");
  * ```
  */
-export class RedisStore implements Store {
+export class RedisStore
+  implements
+    Store,
+    Release,
+    GiveBack,
+    StepMemory,
+    StepReading,
+    DurabilityInReserve,
+    CachedReads,
+    DayCleanup,
+    CounterListing,
+    ServerClock {
   /** The reserve script reads the remembered step in the same call. */
   readonly reservesStep = true;
   /** A first reservation reads the server's durability in the same call. */
   readonly readsDurability = true;
   readonly #source: RedisSource;
+  readonly #own: Required<RedisStoreOptions>;
+  // The client last resolved: whose shared reads forgetReads() drops.
+  #client: RedisClient | undefined;
+  // Hashes whose server was last read (through this store) as keeping no AOF.
+  readonly #noAof = new Set<string>();
   #scripting = true;
   // Set once the client replied with a rounded number: exact reads go through the script then.
   #rounding = false;
@@ -91,9 +124,11 @@ export class RedisStore implements Store {
    * A store on one server; no I/O until the first reservation.
    *
    * @param source The client or a factory of it.
+   * @param options How reservations are confirmed (`WAIT`, `WAITAOF`), at least.
    */
-  constructor(source: RedisSource) {
+  constructor(source: RedisSource, options: RedisStoreOptions = {}) {
     this.#source = source;
+    this.#own = checkRedisStoreOptions(options);
   }
 
   /** False once the server refused scripting: reservations are plain `HINCRBY` since. */
@@ -106,18 +141,35 @@ export class RedisStore implements Store {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    reserveOptions: AnyReserveOptions,
   ): Promise<Reservation> {
-    let client: RedisClient;
-    try {
-      client = await resolveRedis(this.#source);
-    } catch (cause) {
-      throw factoryFailed(cause, key, field);
-    }
+    const client = await this.#clientFor(key, field);
+    const confirmation = confirmationFor(this.#own, reserveOptions, this.#noAof.has(key));
+    const options: ReserveOptions = { ...reserveOptions, ...confirmation };
     if (options.durability !== undefined) {
-      return await this.#reserveReading(client, key, field, count, options, options.durability);
+      const asked = this.#asked(options.durability);
+      return await this.#reserveReading(client, key, field, count, options, asked);
     }
     return await this.#reserveConfirmed(client, key, field, count, options);
+  }
+
+  /** A durability read as the probe makes it: with the replicas confirming each reservation. */
+  #asked(options: DurabilityOptions): RedisDurabilityOptions {
+    return { ...options, replicas: replicasFor(this.#own, options.generator) };
+  }
+
+  /** Keep what a read of hash `key` said of the AOF (see `confirmationFor`); pass it on. */
+  #learned(key: string, d: StoreDurability): StoreDurability {
+    if (d.settings.appendonly === "no") {
+      if (this.#noAof.size >= MAX_CHECKED) this.#noAof.clear();
+      this.#noAof.add(key);
+    } else this.#noAof.delete(key);
+    return d;
+  }
+
+  /** Stop sharing the server reads made so far; see {@linkcode CachedReads.forgetReads}. */
+  forgetReads(): void {
+    if (this.#client !== undefined) forgetServerReads(this.#client);
   }
 
   /** Reserve, then confirm (WAITAOF, WAIT) before any ID is served. */
@@ -148,7 +200,7 @@ export class RedisStore implements Store {
     // A member of an interleaved set waits a few of its own round trips at most
     // (waitRoundTrips): one whose replicas or fsync do not confirm is skipped quickly.
     const rtt = performance.now() - started;
-    let budget = (options.waitMs ?? 5_000) - rtt;
+    let budget = (options.waitMs ?? this.#own.waitMs) - rtt;
     if (options.waitRoundTrips !== undefined) {
       budget = Math.min(budget, Math.max(MIN_WAIT_MS, options.waitRoundTrips * rtt) - rtt);
     }
@@ -164,7 +216,7 @@ export class RedisStore implements Store {
 
   /**
    * A generator's first reservation with the server's durability read (see
-   * {@linkcode ReserveOptions.durability}). Without a read to share, the read and the guarded
+   * `DurabilityReserveOptions.durability`). Without a read to share, the read and the guarded
    * reservation are one script call ({@linkcode firstReservation}: sent whole, it never meets
    * NOSCRIPT) with the CONFIG GETs pipelined beside it: one round trip. With one (a later
    * generator of this client), or without the guard or scripting: the read (shared, or its own),
@@ -176,7 +228,7 @@ export class RedisStore implements Store {
     field: string,
     count: number,
     options: ReserveOptions,
-    asked: DurabilityOptions,
+    asked: RedisDurabilityOptions,
   ): Promise<Reservation> {
     // (An interleaved member's layout reservation has a script of its own: never in one call.)
     const oneCall = options.guard && options.layout === undefined && this.#scripting &&
@@ -188,17 +240,18 @@ export class RedisStore implements Store {
       : "apart";
     if (first === "no scripting") this.#scripting = false;
     if (typeof first === "string") {
-      const durability = await this.durability(key, asked);
+      const durability = await this.#probe(key, asked);
       return await this.#reserveJudged(client, key, field, count, options, asked, durability);
     }
-    const { durability, reservation, started } = first;
+    const { reservation, started } = first;
+    const durability = this.#learned(key, first.durability);
     // Not reserved: refused (the usual case), or accepted by the judgement where the script's
     // own check is the stricter one: then reserved in a second call.
     if (reservation === undefined) {
       return await this.#reserveJudged(client, key, field, count, options, asked, durability);
     }
     // The script and the judgement agree by construction; should they not, the range is spent.
-    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
+    if (asked.judge(durability) !== undefined) {
       return { ranges: [], raised: reservation.raised, durability };
     }
     await this.#confirm(
@@ -219,10 +272,10 @@ export class RedisStore implements Store {
     field: string,
     count: number,
     options: ReserveOptions,
-    asked: DurabilityOptions,
+    asked: RedisDurabilityOptions,
     durability: StoreDurability,
   ): Promise<Reservation> {
-    if (durabilityRefusal(durability, asked.mode, key, field) !== undefined) {
+    if (asked.judge(durability) !== undefined) {
       return { ranges: [], raised: false, durability };
     }
     const confirmed = confirmedAs(options, asked, durability);
@@ -289,13 +342,13 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Give back the unused tail of the last reservation; see {@linkcode Store.release}. False
+   * Give back the unused tail of the last reservation; see {@linkcode Release.release}. False
    * without scripting (a plain read then write could lower a counter another process just
    * raised).
    */
   async release(key: string, field: string, range: IdRange): Promise<boolean> {
     if (!this.#scripting || range.first < 1n || range.last < range.first) return false;
-    const client = await resolveRedis(this.#source);
+    const client = await this.#resolve();
     const args = [field, String(range.last), String(range.first - 1n)];
     try {
       return Number(await RELEASE_SCRIPT.run(client, [key], args)) === 1;
@@ -310,17 +363,16 @@ export class RedisStore implements Store {
 
   /**
    * What the server can lose for hash `key` (`INFO`, `CONFIG GET`, `PTTL`: one round trip);
-   * see {@linkcode Store.durability} and {@linkcode probeRedis}.
+   * see {@linkcode DurabilityFacts.durability} and {@linkcode probeRedis}.
    */
   async durability(key: string, options: DurabilityOptions): Promise<StoreDurability> {
-    let client: RedisClient;
+    return await this.#probe(key, this.#asked(options));
+  }
+
+  async #probe(key: string, options: RedisDurabilityOptions): Promise<StoreDurability> {
+    const client = await this.#clientFor(key, options.field);
     try {
-      client = await resolveRedis(this.#source);
-    } catch (cause) {
-      throw factoryFailed(cause, key, options.field);
-    }
-    try {
-      return await probeRedis(client, key, options);
+      return this.#learned(key, await probeRedis(client, key, options));
     } catch (err) {
       throw toKvIdError(err, key, options.field);
     }
@@ -328,18 +380,18 @@ export class RedisStore implements Store {
 
   /**
    * Delete the `yyyymmdd` counters of hash `key` before `before` (one script); see
-   * {@linkcode Store.deleteDaysBefore}.
+   * {@linkcode DayCleanup.deleteDaysBefore}.
    */
   async deleteDaysBefore(key: string, before: string): Promise<number> {
     return deleteDaysBefore(await this.#clientFor(key, `<${before}`), key, before);
   }
 
-  /** The counters of hash `key`, exact (one script); see {@linkcode Store.counters}. */
+  /** The counters of hash `key`, exact (one script); see {@linkcode CounterListing.counters}. */
   async counters(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>> {
     return await readCounters(await this.#clientFor(key, ""), key, options);
   }
 
-  /** The server's clock (`TIME`) in epoch ms; see {@linkcode Store.now}. */
+  /** The server's clock (`TIME`) in epoch ms; see {@linkcode ServerClock.now}. */
   async now(): Promise<number> {
     const client = await this.#clientFor("", "");
     try {
@@ -351,13 +403,17 @@ export class RedisStore implements Store {
 
   async #clientFor(key: string, field: string): Promise<RedisClient> {
     try {
-      return await resolveRedis(this.#source);
+      return await this.#resolve();
     } catch (cause) {
       throw factoryFailed(cause, key, field);
     }
   }
 
-  /** The remembered step of a counter; see {@linkcode Store.loadStep}. */
+  async #resolve(): Promise<RedisClient> {
+    return this.#client = await resolveRedis(this.#source);
+  }
+
+  /** The remembered step of a counter; see {@linkcode StepMemory.loadStep}. */
   async loadStep(key: string, field: string): Promise<number | undefined> {
     const reply = await this.#stepScript(key, field, "");
     const step = parseInteger(reply)?.value;
@@ -366,14 +422,14 @@ export class RedisStore implements Store {
       : undefined;
   }
 
-  /** Remember a counter's step; see {@linkcode Store.saveStep}. */
+  /** Remember a counter's step; see {@linkcode StepMemory.saveStep}. */
   async saveStep(key: string, field: string, step: number): Promise<void> {
     await this.#stepScript(key, field, String(step));
   }
 
   async #stepScript(key: string, field: string, step: string): Promise<unknown> {
     if (!this.#scripting) return undefined;
-    const client = await resolveRedis(this.#source);
+    const client = await this.#resolve();
     try {
       return await STEP_SCRIPT.run(client, [key], [stepField(field), step]);
     } catch (err) {
@@ -402,7 +458,7 @@ export class RedisStore implements Store {
     this.#plainChecked.add(counter);
   }
 
-  /** A member's reservation in an interleaved set; see {@linkcode ReserveOptions.layout}. */
+  /** A member's reservation in an interleaved set; see `MemberReserveOptions.layout`. */
   async #layoutScript(
     client: RedisClient,
     key: string,
@@ -473,14 +529,14 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Give back every unused range of the caller; see {@linkcode Store.giveBack}. 0 without
+   * Give back every unused range of the caller; see {@linkcode GiveBack.giveBack}. 0 without
    * scripting (a plain read then write could lower a counter another process just raised).
    */
   async giveBack(key: string, field: string, ranges: IdRange[]): Promise<number> {
     const valid = ranges.filter((r) => r.first >= 1n && r.last >= r.first);
     const top = valid.at(-1);
     if (!this.#scripting || top === undefined) return 0;
-    const client = await resolveRedis(this.#source);
+    const client = await this.#resolve();
     const args = [
       field,
       poolField(field),

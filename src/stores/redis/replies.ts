@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { IdRange, Reservation, ReserveOptions } from "../../contract/store.ts";
+import type { IdRange, Reservation } from "../../contract/store.ts";
+import type { RedisReserveOptions as ReserveOptions } from "./store_options.ts";
 import { MAX_ID, poolField, stepField } from "../../contract/store.ts";
 
 export function text(value: unknown): string {

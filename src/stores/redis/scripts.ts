@@ -165,7 +165,7 @@ r[8] = pttl
 return r`,
 );
 
-// The reservation of a member of an interleaved set (ReserveOptions.layout): the field counts
+// The reservation of a member of an interleaved set (MemberReserveOptions.layout): the field counts
 // that member's block cycles. Refuses another layout, and a value without a layout (a
 // single-server counter, whose value is an ID); records the layout with the first increment (so
 // they never exist apart); raises the field to ARGV[4] if below the floor ARGV[3] (compared as

@@ -11,14 +11,21 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import {
+  type CounterListing,
   type CountersOptions,
   type CounterValue,
   DAY_FIELD,
+  type DayCleanup,
+  type DurabilityFacts,
   type DurabilityOptions,
   type IdRange,
   MAX_ID,
+  type MemberReserveOptions,
+  type Release,
   type Reservation,
   type ReserveOptions,
+  type ServerClock,
+  type StepMemory,
   type Store,
   type StoreDurability,
 } from "../../contract/store.ts";
@@ -123,7 +130,8 @@ const MAX_ATTEMPTS = 8;
  * assert.ok(store.table === "ids.counters");
  * ```
  */
-export class SqlTableStore implements Store {
+export class SqlTableStore
+  implements Store, Release, StepMemory, DurabilityFacts, DayCleanup, CounterListing, ServerClock {
   readonly #who: string;
   readonly #table: string;
   readonly #create: boolean;
@@ -197,7 +205,7 @@ export class SqlTableStore implements Store {
     key: string,
     field: string,
     count: number,
-    options: ReserveOptions,
+    options: ReserveOptions & MemberReserveOptions,
   ): Promise<Reservation> {
     if (!Number.isSafeInteger(count) || count < 1) {
       throw new RangeError(`${this.#who}.reserve: count must be a positive integer, got ${count}`);
@@ -250,7 +258,7 @@ export class SqlTableStore implements Store {
 
   /**
    * Give back the unused tail `range` of the caller's last reservation; see
-   * {@linkcode Store.release}: `UPDATE ... SET value = first - 1 WHERE value = last`.
+   * {@linkcode Release.release}: `UPDATE ... SET value = first - 1 WHERE value = last`.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -269,7 +277,7 @@ export class SqlTableStore implements Store {
 
   /**
    * The step the counter's processes last used (its row's `step` column); see
-   * {@linkcode Store.loadStep}.
+   * {@linkcode StepMemory.loadStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -281,7 +289,7 @@ export class SqlTableStore implements Store {
   }
 
   /**
-   * Remember `step` in the counter's row; see {@linkcode Store.saveStep}.
+   * Remember `step` in the counter's row; see {@linkcode StepMemory.saveStep}.
    *
    * @param key The hash key.
    * @param field The counter.
@@ -317,7 +325,7 @@ export class SqlTableStore implements Store {
   /**
    * The counters of hash `key`: its rows, value exact, with the layout of an interleaved
    * member's row; a row no reservation has set (a saved step's, at 0) is left out; the step and
-   * layout are columns, never counters. One `SELECT`. See {@linkcode Store.counters}.
+   * layout are columns, never counters. One `SELECT`. See {@linkcode CounterListing.counters}.
    *
    * @param key The hash key.
    * @param options `names`: only these counters.
@@ -351,7 +359,7 @@ export class SqlTableStore implements Store {
 
   /**
    * The database's clock, in ms since the epoch (PostgreSQL `clock_timestamp()`, MySQL
-   * `UNIX_TIMESTAMP()` in whole seconds); see {@linkcode Store.now}.
+   * `UNIX_TIMESTAMP()` in whole seconds); see {@linkcode ServerClock.now}.
    *
    * @returns The server's time.
    */
@@ -368,7 +376,7 @@ export class SqlTableStore implements Store {
    * @param key The hash key (named in errors).
    * @param options What the generator tells; its `stated` settings (the `serverSettings` option)
    *   stand in for a setting the server would not tell (read as `"unknown"`); a setting the server
-   *   tells wins. `replicas` does not apply.
+   *   tells wins.
    * @returns The settings and the problems found.
    */
   async durability(key: string, options?: DurabilityOptions): Promise<StoreDurability> {

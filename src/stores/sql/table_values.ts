@@ -6,7 +6,7 @@
  */
 
 import { fieldLabel, KvIdError } from "../../contract/errors.ts";
-import { MAX_ID, type Reservation, type ReserveOptions } from "../../contract/store.ts";
+import { MAX_ID, type MemberReserveOptions, type Reservation } from "../../contract/store.ts";
 import { interleavedCounter, otherLayout, singleStoreCounter } from "../interleaved/layout.ts";
 import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../contract/calendar_bounds.ts";
 
@@ -157,11 +157,11 @@ export function checkColumnTypes(
 }
 
 /**
- * The layout an interleaving store set on this reservation (`ReserveOptions.layout`, issue 23b),
+ * The layout an interleaving store set on this reservation (`MemberReserveOptions.layout`),
  * checked: a string of at most {@linkcode MAX_SQL_NAME_CHARS} characters, or none.
  */
-export function layoutOf(options: ReserveOptions): string | undefined {
-  const layout = (options as ReserveOptions & { layout?: unknown }).layout;
+export function layoutOf(options: MemberReserveOptions): string | undefined {
+  const layout = (options as { layout?: unknown }).layout;
   if (layout === undefined) return undefined;
   if (
     typeof layout !== "string" || layout.length === 0 || [...layout].length > MAX_SQL_NAME_CHARS
