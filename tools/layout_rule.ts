@@ -1,6 +1,6 @@
 /**
  * The dependency rule of `src/`, checked from the imports themselves (`deno task check` runs
- * this file; `tests/layout_test.ts` holds it in the suite): the contract (types, errors, pure
+ * this file; `tests/tools/layout_rule_test.ts` holds it in the suite): the contract (types, errors, pure
  * checks) depends on nothing; the runtime (process state: the shared deadline timer, the
  * shutdown registry, the store source) on the contract alone; the
  * engine and `DailyId` see only the contract and the runtime (a store plugs in through them
