@@ -1,6 +1,10 @@
 import "../support/deadline.ts";
 import assert from "node:assert/strict";
-import { layoutViolations, relativeImports } from "../../tools/layout_rule.ts";
+import {
+  layoutViolations,
+  relativeImports,
+  testLayoutViolations,
+} from "../../tools/layout_rule.ts";
 
 Deno.test("layout: the engine and DailyId import only the contract; no store reaches up", async () => {
   const violations = await layoutViolations(new URL("../../", import.meta.url));
@@ -72,6 +76,44 @@ Deno.test("layout: the runtime sees only the contract; a store imports nothing o
     assert.deepEqual(found.map((v) => `${v.file} -> ${v.imports}`).sort(), [
       "src/runtime/shutdown.ts -> src/engine/kvid.ts",
       "src/stores/sql/table_values.ts -> src/daily/calendar.ts",
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("layout of tests/: the checkout keeps it", async () => {
+  assert.deepEqual(await testLayoutViolations(new URL("../../", import.meta.url)), []);
+});
+
+Deno.test("layout of tests/: a test out of its area, a stray helper, a twin name, an import of a test", async () => {
+  const root = await Deno.makeTempDir({ prefix: "kvid-layout-" });
+  try {
+    const at = (p: string) => `${root}/${p}`;
+    for (const d of ["tests/support", "tests/engine", "tests/service", "tests/node"]) {
+      await Deno.mkdir(at(d), { recursive: true });
+    }
+    const files: Record<string, string> = {
+      "tests/support/deadline.ts": "export const d = 1;\n",
+      "tests/support/helper.ts": 'import { x } from "../engine/kvid_test.ts";\n',
+      "tests/support/stray_test.ts": "",
+      "tests/engine/kvid_test.ts": 'import "../support/deadline.ts";\nexport const x = 1;\n',
+      "tests/service/kvid_test.ts": 'import "../support/deadline.ts";\n',
+      "tests/service/page_test.ts": 'import { x } from "../engine/kvid_test.ts";\n',
+      "tests/top_test.ts": "",
+      "tests/engine/worker.ts": "",
+      "tests/mutations.ts": "",
+      "tests/mutate.ts": 'import "../mutations.ts";\n',
+      "tests/node/types_check.mts": "",
+    };
+    for (const [path, text] of Object.entries(files)) await Deno.writeTextFile(at(path), text);
+    assert.deepEqual(await testLayoutViolations(new URL(`file://${root}/`)), [
+      "tests/engine/worker.ts: a module that is not a test goes in tests/support/",
+      "tests/service/kvid_test.ts: tests/engine/kvid_test.ts has the same name",
+      "tests/service/page_test.ts imports the test file tests/engine/kvid_test.ts",
+      "tests/support/helper.ts imports the test file tests/engine/kvid_test.ts",
+      "tests/support/stray_test.ts: tests/support/ holds helpers, not test files",
+      "tests/top_test.ts: a test file goes in an area folder",
     ]);
   } finally {
     await Deno.remove(root, { recursive: true });
