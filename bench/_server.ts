@@ -1,6 +1,6 @@
 /**
  * Shared setup of the benches: the live server (`KVID_BENCH_URL`, else a throwaway server from
- * `tests/server.ts`: the one `KVID_TEST_SERVER` names, `redis-server`, `valkey-server` or
+ * `tests/support/redis_server.ts`: the one `KVID_TEST_SERVER` names, `redis-server`, `valkey-server` or
  * `kvrocks`, else `kvrocks` when on PATH, else `redis-server`), a node-redis client,
  * `INFO commandstats`, percentiles, and the metrics file `bench/report.ts` collects.
  *
@@ -10,10 +10,10 @@
  * @module
  */
 
-export { lines } from "../tests/lines.ts";
+export { lines } from "../tests/support/lines.ts";
 import { createClient } from "redis";
 import { fromNodeRedis, type RedisClient } from "../mod.ts";
-import { command, startServer } from "../tests/server.ts";
+import { command, startServer } from "../tests/support/redis_server.ts";
 
 /** The server the benches run against. */
 export interface BenchServer {

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { startProcess } from "../tests/service.ts";
+import { startProcess } from "../tests/support/service.ts";
 
 const TOKEN = "attack-token-0123456789abcdef";
 const ENV = { KVID_TOKENS: `${TOKEN}:*`, KVID_KV_PATH: ":memory:", KVID_REDIS_URL: "" };

@@ -1,7 +1,7 @@
 /**
  * Suite 3, segment boundaries: the latency of every `next()` call across many segment
  * boundaries, with prefetch on and off, through a loopback proxy that adds a delay each way
- * (`tests/proxy.ts`, run in a Worker so its work does not land between the timed calls), so a
+ * (`tests/support/proxy.ts`, run in a Worker so its work does not land between the timed calls), so a
  * reservation costs a real round trip.
  *
  * The generator has a fixed step and the consumer takes IDs at a steady rate, in short bursts

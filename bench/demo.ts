@@ -19,7 +19,7 @@
 
 import { fromNodeRedis, KvId, type KvIdOptions } from "../mod.ts";
 import { DenoKvStore } from "../src/stores/deno_kv/deno_kv_store.ts";
-import { startServer } from "../tests/server.ts";
+import { startServer } from "../tests/support/redis_server.ts";
 import { importDriver } from "../src/stores/drivers.ts";
 
 const seconds = Number(Deno.env.get("KVID_DEMO_SECONDS") ?? 3);

@@ -27,7 +27,7 @@
  */
 
 import { fromNodeRedis, KvId } from "../mod.ts";
-import { command } from "../tests/server.ts";
+import { command } from "../tests/support/redis_server.ts";
 import {
   BENCH_KEY,
   benchClient,

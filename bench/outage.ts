@@ -9,8 +9,8 @@
  */
 
 import { KvId, type KvIdError } from "../mod.ts";
-import { openClient } from "../tests/clients.ts";
-import { startServer } from "../tests/server.ts";
+import { openClient } from "../tests/support/redis_clients.ts";
+import { startServer } from "../tests/support/redis_server.ts";
 
 // How long the server stays down after the first calls failed (env KVID_OUTAGE_MS, default 0).
 const OUTAGE_MS = Number(Deno.env.get("KVID_OUTAGE_MS") ?? 0);

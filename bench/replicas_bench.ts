@@ -11,8 +11,8 @@
 
 import { createClient } from "redis";
 import { fromNodeRedis, KvId } from "../mod.ts";
-import { info, type RedisProcess, startRedis, until } from "../tests/replicated.ts";
-import { redisBinaryMissing } from "../tests/server.ts";
+import { info, type RedisProcess, startRedis, until } from "../tests/support/redis_replication.ts";
+import { redisBinaryMissing } from "../tests/support/redis_server.ts";
 
 const LOOP = 100_000;
 const TRIP = "reservation round trip, primary + 1 replica (1 reservation per iteration)";

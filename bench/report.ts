@@ -13,7 +13,7 @@
  * @module
  */
 
-import { kvrocksBinary, startServer } from "../tests/server.ts";
+import { kvrocksBinary, startServer } from "../tests/support/redis_server.ts";
 import { type Metric, serverKind, serverLabel, WARM_UP_GROUP } from "./_server.ts";
 
 /** One bench of `deno bench --json`. */

@@ -22,8 +22,8 @@
 
 import { parseArgs } from "node:util";
 import { KvId, type KvIdOptions, type RedisClient } from "../mod.ts";
-import { openClient } from "../tests/clients.ts";
-import { command, startServer } from "../tests/server.ts";
+import { openClient } from "../tests/support/redis_clients.ts";
+import { command, startServer } from "../tests/support/redis_server.ts";
 
 const args = parseArgs({
   args: Deno.args,

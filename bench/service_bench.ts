@@ -47,8 +47,12 @@
  */
 
 import autocannon from "autocannon";
-import { type ServeProcess, startServeProcess, startServiceProcess } from "../tests/service.ts";
-import { command } from "../tests/server.ts";
+import {
+  type ServeProcess,
+  startServeProcess,
+  startServiceProcess,
+} from "../tests/support/service.ts";
+import { command } from "../tests/support/redis_server.ts";
 import { benchServer, commandCalls, commandDelta, lines, metric } from "./_server.ts";
 
 const CONNECTIONS = Number(Deno.env.get("KVID_SERVICE_BENCH_CONNECTIONS") ?? "50");

@@ -31,8 +31,8 @@ import { RedisStore } from "../src/stores/redis/redis_store.ts";
 import type { Store } from "../src/contract/store.ts";
 import { PostgresStore } from "../src/stores/postgres/mod.ts";
 import { MySqlStore } from "../src/stores/mysql/mod.ts";
-import { startServer } from "../tests/server.ts";
-import { startMariaDb, startPostgres } from "../tests/sql_servers.ts";
+import { startServer } from "../tests/support/redis_server.ts";
+import { startMariaDb, startPostgres } from "../tests/support/sql_servers.ts";
 
 const RUN = Date.now().toString(36);
 const PER_ITER = 1_000;

@@ -15,7 +15,7 @@
 
 import { createClient } from "redis";
 import { fromNodeRedis, KvId, type RedisClient } from "../mod.ts";
-import { command } from "../tests/server.ts";
+import { command } from "../tests/support/redis_server.ts";
 
 const ROUNDS = 8;
 const TRIPS = 200;

@@ -9,7 +9,7 @@
  * moved: update the mutation) and counted as survived, never as caught. The working tree is never
  * touched: the repository's files are copied to a temp dir once, and each mutated file is put
  * back there after its run. Test files run one at a time, in the order listed, until one fails;
- * each run gets `KVID_TEST_LIMIT_MS` (see `tests/deadline.ts`) and is killed, with its process
+ * each run gets `KVID_TEST_LIMIT_MS` (see `tests/support/deadline.ts`) and is killed, with its process
  * group, after {@linkcode RUN_LIMIT_MS} (reported as `caught (killed: hang)`). Before the
  * mutations, the listed files run once unmutated (skip with `--no-baseline`): a file failing
  * there would make every mutation look caught.
@@ -23,7 +23,7 @@ import { type Mutation, MUTATIONS } from "./mutations.ts";
 
 /** A test file run is killed after this long. */
 export const RUN_LIMIT_MS = 400_000;
-/** Each test within it fails after this long (tests/deadline.ts). */
+/** Each test within it fails after this long (tests/support/deadline.ts). */
 const TEST_LIMIT_MS = 180_000;
 
 const root = new URL("..", import.meta.url).pathname;

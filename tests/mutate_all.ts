@@ -34,70 +34,80 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/give_back.ts",
     tests: [
-      "tests/give_back_units_test.ts",
-      "tests/evidence_36_test.ts",
-      "tests/evidence_test.ts",
-      "tests/give_back_test.ts",
+      "tests/engine/give_back_units_test.ts",
+      "tests/engine/edge_cases_audit_test.ts",
+      "tests/engine/edge_cases_test.ts",
+      "tests/engine/give_back_test.ts",
     ],
   },
   {
     file: "src/engine/user_floor.ts",
     tests: [
-      "tests/user_floor_units_test.ts",
-      "tests/evidence_36_test.ts",
-      "tests/durability_test.ts",
+      "tests/engine/user_floor_units_test.ts",
+      "tests/engine/edge_cases_audit_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
     ],
   },
-  { file: "src/cli/exit.ts", tests: ["tests/cli_test.ts"] },
+  { file: "src/cli/exit.ts", tests: ["tests/cli/cli_test.ts"] },
   {
     file: "src/cli/commands/durability.ts",
-    tests: ["tests/cli_durability_exit_test.ts", "tests/cli_test.ts"],
+    tests: ["tests/cli/cli_durability_exit_test.ts", "tests/cli/cli_test.ts"],
   },
   {
     file: "src/engine/step.ts",
-    tests: ["tests/step_units_test.ts", "tests/engine_test.ts", "tests/evidence_test.ts"],
+    tests: [
+      "tests/engine/step_units_test.ts",
+      "tests/engine/flow_control_test.ts",
+      "tests/engine/edge_cases_test.ts",
+    ],
   },
   {
     file: "src/runtime/deadline_timer.ts",
-    tests: ["tests/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
+    tests: ["tests/runtime/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
   },
   {
     file: "src/stores/postgres/postgres_errors.ts",
-    tests: ["tests/sql_errors_units_test.ts", "tests/postgres_store_test.ts"],
+    tests: [
+      "tests/stores/sql/sql_errors_units_test.ts",
+      "tests/stores/postgres/postgres_store_test.ts",
+    ],
   },
   {
     file: "src/stores/mysql/mysql_errors.ts",
-    tests: ["tests/sql_errors_units_test.ts", "tests/mysql_store_test.ts"],
+    tests: ["tests/stores/sql/sql_errors_units_test.ts", "tests/stores/mysql/mysql_store_test.ts"],
   },
   {
     file: "src/stores/redis/confirm.ts",
     tests: [
       "tests/faults/wait_aof_test.ts",
       "tests/faults/crash_aof_test.ts",
-      "tests/replicas_test.ts",
+      "tests/stores/redis/redis_replicas_test.ts",
     ],
   },
   {
     file: "src/client/http_store.ts",
-    tests: ["tests/http_store_replies_test.ts", "tests/http_store_test.ts"],
+    tests: ["tests/client/http_store_replies_test.ts", "tests/client/http_store_test.ts"],
   },
-  { file: "src/codec/radix.ts", tests: ["tests/codec_edges_test.ts", "tests/codec_test.ts"] },
-  { file: "src/codec/ff1.ts", tests: ["tests/ff1_test.ts", "tests/codec_test.ts"] },
+  {
+    file: "src/codec/radix.ts",
+    tests: ["tests/codec/codec_edges_test.ts", "tests/codec/codec_test.ts"],
+  },
+  { file: "src/codec/ff1.ts", tests: ["tests/codec/ff1_test.ts", "tests/codec/codec_test.ts"] },
   {
     file: "src/engine/durability_gate.ts",
     tests: [
-      "tests/evidence_36_test.ts",
-      "tests/redis_first_reservation_test.ts",
+      "tests/engine/edge_cases_audit_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
       "tests/faults/states_test.ts",
     ],
   },
   {
     file: "src/engine/reservation.ts",
     tests: [
-      "tests/engine_test.ts",
-      "tests/evidence_test.ts",
-      "tests/evidence_36_test.ts",
-      "tests/kvid_test.ts",
+      "tests/engine/flow_control_test.ts",
+      "tests/engine/edge_cases_test.ts",
+      "tests/engine/edge_cases_audit_test.ts",
+      "tests/engine/kvid_test.ts",
     ],
   },
 ];

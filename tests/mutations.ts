@@ -22,42 +22,46 @@ export interface Mutation {
   tests: readonly string[];
 }
 
-const EVIDENCE = "tests/evidence_test.ts";
-const ENGINE = "tests/engine_test.ts";
-const KVID = "tests/kvid_test.ts";
-const DAILY = "tests/daily_test.ts";
-const HTTP = "tests/server_http_test.ts";
-const KV = "tests/deno_kv_store_test.ts";
+const EVIDENCE = "tests/engine/edge_cases_test.ts";
+const ENGINE = "tests/engine/flow_control_test.ts";
+const KVID = "tests/engine/kvid_test.ts";
+const DAILY = "tests/daily/daily_test.ts";
+const HTTP = "tests/service/http_contract_test.ts";
+const KV = "tests/stores/deno_kv/deno_kv_store_test.ts";
 const ROLLBACK = "tests/faults/rollback_test.ts";
 const LATE = "tests/faults/late_rollback_test.ts";
 const DOWN = "tests/faults/down_test.ts";
-const OUTAGE = "tests/faults/outage_test.ts";
+const OUTAGE = "tests/faults/fail_fast_test.ts";
 const STATES = "tests/faults/states_test.ts";
 const SETUP = "tests/faults/setup_test.ts";
-const INTERLEAVED = "tests/interleaved_test.ts";
-const EXACT = "tests/exact_replies_test.ts";
-const PROMISES = "tests/promises_test.ts";
-const GUARANTEE = "tests/service_guarantee_test.ts";
-const CODEC_TESTS = ["tests/codec_edges_test.ts", "tests/codec_test.ts", "tests/ff1_test.ts"];
+const INTERLEAVED = "tests/stores/interleaved/interleaved_redis_test.ts";
+const EXACT = "tests/stores/redis/redis_exact_replies_test.ts";
+const PROMISES = "tests/engine/segment_flow_test.ts";
+const GUARANTEE = "tests/service/token_guarantee_test.ts";
+const CODEC_TESTS = [
+  "tests/codec/codec_edges_test.ts",
+  "tests/codec/codec_test.ts",
+  "tests/codec/ff1_test.ts",
+];
 const INTERLEAVED_ANY = [
-  "tests/interleaved_members_test.ts",
-  "tests/interleaved_any_test.ts",
+  "tests/stores/interleaved/interleaved_members_test.ts",
+  "tests/stores/interleaved/interleaved_mixed_test.ts",
   INTERLEAVED,
   "tests/stores/store_spec_test.ts",
-  "tests/sql_spec_test.ts",
+  "tests/stores/sql/sql_store_spec_test.ts",
 ];
 
-const UNIT_OUTAGE = "tests/outage_test.ts";
-const EVIDENCE2 = "tests/evidence_36_test.ts";
+const UNIT_OUTAGE = "tests/engine/outage_test.ts";
+const EVIDENCE2 = "tests/engine/edge_cases_audit_test.ts";
 const WAITAOF = "tests/faults/wait_aof_test.ts";
-const HTTP_REPLIES = "tests/http_store_replies_test.ts";
+const HTTP_REPLIES = "tests/client/http_store_replies_test.ts";
 
 const kvid = "src/engine/kvid.ts";
 const reservation = "src/engine/reservation.ts";
 const outage = "src/engine/outage.ts";
 const errors = "src/contract/errors.ts";
-const PG = "tests/postgres_store_test.ts";
-const MYSQL = "tests/mysql_store_test.ts";
+const PG = "tests/stores/postgres/postgres_store_test.ts";
+const MYSQL = "tests/stores/mysql/mysql_store_test.ts";
 const sqlStore = "src/stores/sql/sql_table_store.ts";
 const sqlValues = "src/stores/sql/table_values.ts";
 const pgStore = "src/stores/postgres/postgres_store.ts";
@@ -395,7 +399,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/engine/step.ts",
     from: "this.step = Math.min(this.step * 2, this.#max);",
     to: "this.step = this.step * 2;",
-    tests: [ENGINE, "tests/options_test.ts"],
+    tests: [ENGINE, "tests/engine/options_test.ts"],
   },
   {
     id: "step/min-floor",
@@ -476,7 +480,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/stores/redis/confirm.ts",
     from: "if (seen.value < BigInt(replicas)) {",
     to: "if (false) {",
-    tests: ["tests/replicas_test.ts"],
+    tests: ["tests/stores/redis/redis_replicas_test.ts"],
   },
   {
     id: "replicas/same-connection",
@@ -484,7 +488,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/stores/redis/confirm.ts",
     from: "  if (a !== b) {",
     to: "  if (false) {",
-    tests: ["tests/replicas_test.ts"],
+    tests: ["tests/stores/redis/redis_replicas_test.ts"],
   },
   {
     id: "replicas/fewer-than-listed",
@@ -492,7 +496,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/stores/redis/durability_probe.ts",
     from: "    if (listed > replicas) {",
     to: "    if (false) {",
-    tests: ["tests/replicas_test.ts"],
+    tests: ["tests/stores/redis/redis_replicas_test.ts"],
   },
   {
     id: "engine/blocked-loop-not-outage",
@@ -508,7 +512,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/runtime/deadline_timer.ts",
     from: "        timer.unref();",
     to: "",
-    tests: ["tests/deadline_timer_test.ts"],
+    tests: ["tests/runtime/deadline_timer_test.ts"],
   },
   {
     id: "engine/idle-timer-kept",
@@ -516,7 +520,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/runtime/deadline_timer.ts",
     from: "if (holders > 0 && canUnref(timer)) {",
     to: "if (false) {",
-    tests: ["tests/deadline_timer_test.ts"],
+    tests: ["tests/runtime/deadline_timer_test.ts"],
   },
   {
     id: "store/wait-aof",
@@ -532,7 +536,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/stores/redis/scripts.ts",
     from: "if string.sub(policy, 1, 8) == 'allkeys-' then served = false end",
     to: "",
-    tests: ["tests/redis_first_reservation_test.ts"],
+    tests: ["tests/stores/redis/redis_first_reservation_test.ts"],
   },
   {
     id: "first/no-aof-untouched",
@@ -540,7 +544,10 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/stores/redis/scripts.ts",
     from: "if aof ~= '1' and not on(3) and not (aof == nil and on(4)) then served = false end",
     to: "",
-    tests: ["tests/redis_first_reservation_test.ts", "tests/durability_shared_test.ts"],
+    tests: [
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/engine/durability_shared_test.ts",
+    ],
   },
   {
     id: "first/one-call",
@@ -548,7 +555,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/engine/durability_gate.ts",
     from: "return readsDurabilityInReserve(store) && this.#due && this.#read === undefined;",
     to: "return false;",
-    tests: ["tests/redis_first_reservation_test.ts"],
+    tests: ["tests/stores/redis/redis_first_reservation_test.ts"],
   },
   {
     id: "first/doubt-forgets-reads",
@@ -557,7 +564,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/engine/durability_gate.ts",
     from: "  if (hasCachedReads(store)) store.forgetReads();",
     to: "",
-    tests: ["tests/durability_shared_test.ts"],
+    tests: ["tests/engine/durability_shared_test.ts"],
   },
   // Error classes (src/contract/store_errors.ts).
   {
@@ -716,7 +723,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/auth.ts",
     from: "if (!(Date.now() < session.expires)) {",
     to: "if (false) {",
-    tests: [EVIDENCE, "tests/server_page_test.ts"],
+    tests: [EVIDENCE, "tests/service/status_page_test.ts"],
   },
   {
     id: "service/forbidden",
@@ -743,7 +750,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/generators.ts",
     from: "const value = Reflect.get(target, prop, target);",
     to: 'const value = prop === "giveBack" ? undefined : Reflect.get(target, prop, target);',
-    tests: ["tests/service_stores_test.ts"],
+    tests: ["tests/service/service_stores_test.ts"],
   },
   // The service's own guarantee against its tokens (issue 33): receipts, raises, steps.
   {
@@ -801,7 +808,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/host.ts",
     from: "if (REWRITTEN.test(target)) {",
     to: "if (false) {",
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "service/open-guard-raw-path",
@@ -809,7 +816,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/open_guard.ts",
     from: 'if (path === "/healthz" || path === "/readyz") return undefined;',
     to: 'if (["/healthz", "/readyz"].includes(new URL(raw).pathname)) return undefined;',
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "service/segment-past-form",
@@ -1067,7 +1074,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/cli/commands/durability.ts",
     from: "if (!d.durable) {",
     to: "if (!d.durable && !json) {",
-    tests: ["tests/cli_durability_exit_test.ts"],
+    tests: ["tests/cli/cli_durability_exit_test.ts"],
   },
   {
     id: "deadline/extension-bounded",
@@ -1075,7 +1082,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/runtime/deadline_timer.ts",
     from: "entry.due = now + Math.min(late, entry.ms);",
     to: "entry.due = now + late;",
-    tests: ["tests/deadline_timer_test.ts"],
+    tests: ["tests/runtime/deadline_timer_test.ts"],
   },
   {
     id: "service/host-syntax",
@@ -1083,7 +1090,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/host.ts",
     from: "if (!HOST.test(value)) return false;",
     to: "if (!HOST.test(value) && false) return false;",
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "service/absolute-form-port",
@@ -1091,7 +1098,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/host.ts",
     from: "if ((hostPort(authority) ?? 80) !== port) {",
     to: "if (false) {",
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "names/control-characters",
@@ -1099,7 +1106,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/contract/validate.ts",
     from: "const CONTROL = /\\p{Cc}/u;",
     to: "const CONTROL = /^\\0/u;",
-    tests: ["tests/security_test.ts", "tests/durability_test.ts"],
+    tests: ["tests/service/security_test.ts", "tests/stores/redis/redis_losses_test.ts"],
   },
   {
     id: "names/segment-routes",
@@ -1107,7 +1114,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/names.ts",
     from: 'checkCounterName("the", "name", name);',
     to: 'checkCounterName("the", "name", name.replace(/\\p{Cc}/gu, ""));',
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "client/no-redirect",
@@ -1115,7 +1122,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/client/http_store.ts",
     from: 'redirect: "manual",',
     to: 'redirect: "follow",',
-    tests: ["tests/security_client_test.ts"],
+    tests: ["tests/client/security_client_test.ts"],
   },
   {
     id: "client/exact-range",
@@ -1123,7 +1130,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/client/http_store.ts",
     from: "return total === BigInt(count) ? ranges : undefined;",
     to: "return total >= BigInt(count) ? ranges : undefined;",
-    tests: ["tests/security_client_test.ts"],
+    tests: ["tests/client/security_client_test.ts"],
   },
   {
     id: "service/auth-rate-limit",
@@ -1131,7 +1138,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/auth_limit.ts",
     from: "if (w === undefined || w.count < this.#perMinute) return undefined;",
     to: "if (w === undefined || w.count < this.#perMinute || true) return undefined;",
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "service/open-cross-site",
@@ -1139,7 +1146,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/open_guard.ts",
     from: "if (origin !== null && !sameHost(origin, host)) {",
     to: "if (false) {",
-    tests: ["tests/security_test.ts", "tests/security_browser_test.ts"],
+    tests: ["tests/service/security_test.ts", "tests/service/security_browser_test.ts"],
   },
   {
     id: "service/open-host",
@@ -1147,7 +1154,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/open_guard.ts",
     from: "if (!isLoopbackHost(name) && !allowedHosts.has(name)) {",
     to: "if (false) {",
-    tests: ["tests/security_test.ts", "tests/security_browser_test.ts"],
+    tests: ["tests/service/security_test.ts", "tests/service/security_browser_test.ts"],
   },
   {
     id: "service/open-json-only",
@@ -1155,7 +1162,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/open_guard.ts",
     from: "if (type !== null && !/^application\\/json\\s*(;|$)/i.test(type)) {",
     to: "if (false) {",
-    tests: ["tests/security_test.ts"],
+    tests: ["tests/service/security_test.ts"],
   },
   {
     id: "service/scoped-metrics",
@@ -1163,7 +1170,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/probes.ts",
     from: 'const wide = scope === "*";',
     to: "const wide = true;",
-    tests: ["tests/security_test.ts", HTTP],
+    tests: ["tests/service/security_test.ts", HTTP],
   },
   {
     id: "cli/next-durability",
@@ -1171,7 +1178,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/cli/commands/next.ts",
     from: "        await checkDurability(target, key, name, mode);",
     to: "",
-    tests: ["tests/cli_durability_test.ts"],
+    tests: ["tests/cli/cli_durability_test.ts"],
   },
   {
     id: "errors/unusable-address",
@@ -1179,7 +1186,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/contract/store_errors.ts",
     from: "    if (unusableAddress(err)) {",
     to: "    if (false) {",
-    tests: ["tests/error_reasons_test.ts", "tests/open_store_test.ts"],
+    tests: ["tests/engine/error_reasons_test.ts", "tests/stores/open_store_test.ts"],
   },
   {
     id: "errors/timeout-reason",
@@ -1187,7 +1194,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/engine/kvid.ts",
     from: '    const why = cause === undefined || cause === null ? "" : `: ${reasonOf(cause)}`;',
     to: '    const why = "";',
-    tests: ["tests/error_reasons_test.ts"],
+    tests: ["tests/engine/error_reasons_test.ts"],
   },
   {
     id: "service/starting",
@@ -1195,7 +1202,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/readiness.ts",
     from: "      return !answered && Date.now() - started < STARTING_MS",
     to: "      return false",
-    tests: ["tests/service_states_test.ts"],
+    tests: ["tests/service/readiness_states_test.ts"],
   },
   {
     id: "service/not-durable-503",
@@ -1203,7 +1210,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/service/ids_endpoint.ts",
     from: '    if (err instanceof KvIdError && err.reason === "not-durable") {',
     to: "    if (false) {",
-    tests: ["tests/service_states_test.ts"],
+    tests: ["tests/service/readiness_states_test.ts"],
   },
   {
     id: "errors/store-words",
@@ -1211,7 +1218,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/contract/errors.ts",
     from: '  if (where !== "") return ` (${where})`;',
     to: "",
-    tests: ["tests/store_words_test.ts"],
+    tests: ["tests/stores/store_words_test.ts"],
   },
   {
     id: "errors/engine-store-words",
@@ -1220,6 +1227,6 @@ export const MUTATIONS: readonly Mutation[] = [
     from:
       '    return { key, field: this.#name, where: this.#store?.describe?.(key, this.#name) ?? "" };',
     to: '    return { key, field: this.#name, where: "" };',
-    tests: ["tests/store_words_test.ts"],
+    tests: ["tests/stores/store_words_test.ts"],
   },
 ];

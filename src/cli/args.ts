@@ -63,7 +63,7 @@ Exit codes: 0 done, 1 the command failed, 2 bad arguments,
 
 /**
  * Each command's usage and what it does: the list in `kvid --help`, and the table of the CLI's
- * module doc (src/cli/mod.ts; `tests/cli_test.ts` checks that they agree).
+ * module doc (src/cli/mod.ts; `tests/cli/cli_test.ts` checks that they agree).
  */
 export const COMMANDS: readonly (readonly [usage: string, what: string])[] = COMMAND_TABLE.map((
   c,

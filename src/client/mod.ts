@@ -19,7 +19,7 @@
  * `RedisStore` (`bench/http_store_bench.ts` measures both; figures in bench/RESULTS.md). The
  * service and deployment: [docs/service.md](docs/service.md).
  *
- * Tested (tests/http_store_test.ts): the shared store spec through the service on Redis; 4
+ * Tested (tests/client/http_store_test.ts): the shared store spec through the service on Redis; 4
  * processes of `KvId` on `HttpStore` against 2 service instances on one Redis, one instance
  * killed and restarted mid-run: every call settled, no ID twice.
  *

@@ -12,7 +12,7 @@
  * `encryptBlock` is faster again). The CBC-MAC of P and of the tweak's full blocks is
  * computed once per instance. `unsafe` may change between noble's releases, so the version is
  * pinned exactly in deno.json; the NIST sample vectors and a comparison with noble's `FF1` on
- * random inputs (tests/ff1_test.ts) catch a change.
+ * random inputs (tests/codec/ff1_test.ts) catch a change.
  *
  * The domain is at least 10^6 values (Rev. 1's minimum, radix^minlen ≥ 1,000,000), so 6 decimal
  * digits, or 4 characters of radix 36 or 62, at the least. The halves of a numeral string are

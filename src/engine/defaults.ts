@@ -2,7 +2,7 @@
  * The options of {@linkcode KvIdOptions} in one table ({@linkcode KVID_OPTIONS}): each name, its
  * default and its bounds, written once. The generator's checks (`settings.ts`), `DailyId`'s, the
  * service's per-name options and the docs' table (`docs/api.md`, held to it by
- * `tests/defaults_test.ts`) all read it; each option's `@default` in `kvid_options.ts` names the
+ * `tests/engine/defaults_test.ts`) all read it; each option's `@default` in `kvid_options.ts` names the
  * same value.
  *
  * @module

@@ -201,7 +201,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   // Shared by generators made with equal options (see resolveOptions).
   readonly #s: KvIdSettings;
   // Made on the first failure and the first reservation: an idle generator (10,000 names in a
-  // multi-tenant service) holds neither (1,505 -> ~1,000 B each, tests/faults/memory.ts).
+  // multi-tenant service) holds neither (1,505 -> ~1,000 B each, tests/support/idle_heap.ts).
   #outage: Outage | undefined;
   #reserver: Reserver | undefined;
   #backoffTimer: ReturnType<typeof setTimeout> | undefined;

@@ -221,7 +221,7 @@ export class Reserver {
     // A plain timer, not withDeadline's: close()'s bound is the wall time its caller was
     // promised. withDeadline gives a blocked event loop more time (right for a store's reply,
     // which may be in the socket already) and reads performance.now(), so it would stretch
-    // close() past its timeout (tests/engine_test.ts holds the clock to show the bound).
+    // close() past its timeout (tests/engine/flow_control_test.ts holds the clock to show the bound).
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       await Promise.race([

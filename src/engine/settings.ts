@@ -65,7 +65,7 @@ export function resolveOptions(name: string, options: KvIdOptions): KvIdSettings
 
 // The last options resolved and what they resolved to: generators made with equal options (a
 // multi-tenant service's 10,000 names, each `new KvId(name, { redis })`) share one settings
-// object (one each otherwise, which tests/faults/memory.ts counts in bytes) and skip the checks.
+// object (one each otherwise, which tests/support/idle_heap.ts counts in bytes) and skip the checks.
 // The settings do not depend on the name; every value is compared by identity.
 let last: { readonly options: KvIdOptions; readonly settings: KvIdSettings } | undefined;
 

@@ -1,6 +1,6 @@
 /**
  * The service's routes as data, and its OpenAPI 3.1 document made from them (served as
- * `GET /openapi.json`). A test (tests/openapi_test.ts) checks that the document's routes are
+ * `GET /openapi.json`). A test (tests/service/openapi_test.ts) checks that the document's routes are
  * {@linkcode ROUTES} and that the handler answers each of their methods, answers 405 with the
  * same `Allow` for the others and 404 next to them, so the handler and the document cannot drift
  * apart unnoticed.

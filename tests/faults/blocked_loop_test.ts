@@ -6,12 +6,12 @@
  * the fix: the waiting call and the next calls failed, `unavailable`, while a probe ran).
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
-import { CLIENTS, openClient } from "../clients.ts";
-import { startServer } from "../server.ts";
-import { Recorder } from "./helpers.ts";
+import { CLIENTS, openClient } from "../support/redis_clients.ts";
+import { startServer } from "../support/redis_server.ts";
+import { Recorder } from "../support/faults.ts";
 
 const TIMEOUT_MS = 500;
 // Three times the timeout: every timer of the generator is due long before the loop is free.

@@ -4,12 +4,12 @@
  * I/O, and the generator works again once the clock does; a clock going back leaves the step.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
-import { Spy } from "../clients.ts";
-import { command, startServer } from "../server.ts";
-import { assertIncreasing, rawClient, rejectsWith } from "./helpers.ts";
+import { Spy } from "../support/redis_clients.ts";
+import { command, startServer } from "../support/redis_server.ts";
+import { assertIncreasing, rawClient, rejectsWith } from "../support/faults.ts";
 
 Deno.test("clock: NaN, Infinity, a string or a throw fail as config before any I/O", async () => {
   await using server = await startServer();

@@ -10,13 +10,13 @@
  *   none of their IDs is served; with it back on, IDs resume above every spent range.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { DailyId, fromNodeRedis, KvId, KvIdError, type RedisClient } from "../../mod.ts";
-import { openClient } from "../clients.ts";
-import { onPath } from "../replicated.ts";
-import { command } from "../server.ts";
-import { duplicates, waitUntil } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { onPath } from "../support/redis_replication.ts";
+import { command } from "../support/redis_server.ts";
+import { duplicates, waitUntil } from "../support/faults.ts";
 
 const BINARIES = ["redis-server", "valkey-server"] as const;
 type Binary = typeof BINARIES[number];

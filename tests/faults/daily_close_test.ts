@@ -4,13 +4,13 @@
  * timeout instead of waiting forever.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { type DailyCleanupDetail, DailyId } from "../../mod.ts";
-import { openClient } from "../clients.ts";
-import { startProxy } from "../proxy.ts";
-import { startServer } from "../server.ts";
-import { rejectsWith } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { startProxy } from "../support/proxy.ts";
+import { startServer } from "../support/redis_server.ts";
+import { rejectsWith } from "../support/faults.ts";
 
 /** close() against a generous bound: it must settle first (it is bounded by `timeout`). */
 async function closesInTime(daily: DailyId, timeout: number): Promise<void> {

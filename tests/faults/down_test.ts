@@ -4,11 +4,11 @@
  * same generator recovers when the server is back.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
-import { CLIENTS, openClient } from "../clients.ts";
-import { startServer } from "../server.ts";
+import { CLIENTS, openClient } from "../support/redis_clients.ts";
+import { startServer } from "../support/redis_server.ts";
 import {
   assertIncreasing,
   assertNoDuplicates,
@@ -16,7 +16,7 @@ import {
   rawClient,
   Recorder,
   rejectsWith,
-} from "./helpers.ts";
+} from "../support/faults.ts";
 
 const BACKOFF_BASE_MS = 20; // src/engine/outage.ts
 const BACKOFF_MAX_MS = 2_000;
@@ -51,7 +51,7 @@ for (const kind of CLIENTS) {
         maxStep: 50,
         prefetchAt: 0,
         timeout,
-        failFast: false, // every call waits out its timeout (failFast: see outage_test.ts)
+        failFast: false, // every call waits out its timeout (failFast: see fail_fast_test.ts)
       });
       const ids = [await id.next()];
       await server.kill();

@@ -5,12 +5,12 @@
  * type are refused at construction.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "../../mod.ts";
-import { CLIENTS, openClient } from "../clients.ts";
-import { command, startServer, type TestServer } from "../server.ts";
-import { Recorder, rejectsWith, tick } from "./helpers.ts";
+import { CLIENTS, openClient } from "../support/redis_clients.ts";
+import { command, startServer, type TestServer } from "../support/redis_server.ts";
+import { Recorder, rejectsWith, tick } from "../support/faults.ts";
 
 const HOSTILE_NAMES = [
   "with spaces",

@@ -5,12 +5,12 @@
  * only one that can tell, and it is reported (`rollbacks`, the `"rollback"` event).
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RollbackDetail } from "../../mod.ts";
-import { CLIENTS, openClient } from "../clients.ts";
-import { command, startServer } from "../server.ts";
-import { assertIncreasing, Recorder, rejectsWith, waitUntil } from "./helpers.ts";
+import { CLIENTS, openClient } from "../support/redis_clients.ts";
+import { command, startServer } from "../support/redis_server.ts";
+import { assertIncreasing, Recorder, rejectsWith, waitUntil } from "../support/faults.ts";
 
 for (const kind of CLIENTS) {
   for (const guard of [true, false]) {

@@ -4,13 +4,13 @@
  * surfaced in `stats().lastError`.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { createClient } from "redis";
 import { Redis } from "ioredis";
 import { fromIoredis, fromNodeRedis, KvId, KvIdError } from "../../mod.ts";
-import { startServer } from "../server.ts";
-import { waitUntil } from "./helpers.ts";
+import { startServer } from "../support/redis_server.ts";
+import { waitUntil } from "../support/faults.ts";
 
 for (const kind of ["node-redis", "ioredis"] as const) {
   Deno.test({

@@ -4,12 +4,12 @@
  * takes IDs too. All distinct; callers served in call order; one reservation in flight each.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
-import { openClient, Spy } from "../clients.ts";
-import { startServer } from "../server.ts";
-import { assertIncreasing, assertNoDuplicates } from "./helpers.ts";
+import { openClient, Spy } from "../support/redis_clients.ts";
+import { startServer } from "../support/redis_server.ts";
+import { assertIncreasing, assertNoDuplicates } from "../support/faults.ts";
 
 Deno.test({
   name: "faults: 10,000 concurrent callers and a second generator on one name: all distinct",

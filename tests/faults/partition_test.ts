@@ -10,10 +10,16 @@
  * `KVID_PARTITION_SEED` or random, and printed on failure.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { check, type Outcome, partitionsMissing, runScenario, type Scenario } from "./partition.ts";
-import { redisBinaryMissing } from "../server.ts";
+import {
+  check,
+  type Outcome,
+  partitionsMissing,
+  runScenario,
+  type Scenario,
+} from "../support/partition.ts";
+import { redisBinaryMissing } from "../support/redis_server.ts";
 
 const missing = partitionsMissing() ??
   (redisBinaryMissing() ? "the test server binary is not on PATH" : undefined);

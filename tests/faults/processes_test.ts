@@ -1,11 +1,11 @@
 /**
  * Fault suite, scenarios 1 and 2: several processes on one counter, and a producer killed with
- * SIGKILL mid-run. Real server, real Deno subprocesses (tests/faults/producer.ts).
+ * SIGKILL mid-run. Real server, real Deno subprocesses (tests/support/fault_producer.ts).
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { command, startServer } from "../server.ts";
+import { command, startServer } from "../support/redis_server.ts";
 import {
   assertIncreasing,
   assertNoDuplicates,
@@ -13,7 +13,7 @@ import {
   readIds,
   sortedUnion,
   spawnProducer,
-} from "./helpers.ts";
+} from "../support/faults.ts";
 
 Deno.test({
   name: "faults: 4 processes x 250k IDs on one name: no duplicate, each file increasing",

@@ -4,11 +4,11 @@
  * generator takes.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
-import { openClient, Spy } from "../clients.ts";
-import { command, startServer } from "../server.ts";
+import { openClient, Spy } from "../support/redis_clients.ts";
+import { command, startServer } from "../support/redis_server.ts";
 
 Deno.test({
   name: "faults: 1,000 generators in every state, closed: nothing left behind",
@@ -96,7 +96,7 @@ Deno.test({
         "--v8-flags=--expose-gc",
         "--config",
         new URL("../../deno.json", import.meta.url).pathname,
-        new URL("./memory.ts", import.meta.url).pathname,
+        new URL("../support/idle_heap.ts", import.meta.url).pathname,
         "10000",
       ],
       stdin: "null",

@@ -3,12 +3,18 @@
  * `appendfsync always` while producers keep calling. Nothing a reply gave us may be lost.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
-import { openClient } from "../clients.ts";
-import { command, startServer } from "../server.ts";
-import { assertIncreasing, assertNoDuplicates, Recorder, tick, waitUntil } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { command, startServer } from "../support/redis_server.ts";
+import {
+  assertIncreasing,
+  assertNoDuplicates,
+  Recorder,
+  tick,
+  waitUntil,
+} from "../support/faults.ts";
 
 type Phase = "up" | "down" | "back";
 

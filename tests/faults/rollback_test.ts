@@ -3,12 +3,12 @@
  * back to nothing) under live generators, and the rollback guard.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RollbackDetail } from "../../mod.ts";
-import { type ClientKind, CLIENTS, openClient } from "../clients.ts";
-import { command, startServer, type TestServer } from "../server.ts";
-import { assertIncreasing, duplicates, rejectsWith, tick, waitUntil } from "./helpers.ts";
+import { type ClientKind, CLIENTS, openClient } from "../support/redis_clients.ts";
+import { command, startServer, type TestServer } from "../support/redis_server.ts";
+import { assertIncreasing, duplicates, rejectsWith, tick, waitUntil } from "../support/faults.ts";
 
 function rollbacks(id: KvId<number>): RollbackDetail[] {
   const seen: RollbackDetail[] = [];

@@ -4,12 +4,12 @@
  * the message, however long the caller's timeout.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
-import { openClient } from "../clients.ts";
-import { command } from "../server.ts";
-import { rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { command } from "../support/redis_server.ts";
+import { rejectsWith, spawnRedis, waitUntil } from "../support/faults.ts";
 
 /** Ask for an ID with a long timeout; it must fail as config well before it. */
 async function failsAtOnce(id: KvId<number>, message: RegExp): Promise<void> {

@@ -3,13 +3,13 @@
  * the caller's timeout, and attempts given up on do not push the counters without bound.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, type RedisClient } from "../../mod.ts";
-import { openClient } from "../clients.ts";
-import { startProxy } from "../proxy.ts";
-import { command, startServer } from "../server.ts";
-import { assertIncreasing } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { startProxy } from "../support/proxy.ts";
+import { command, startServer } from "../support/redis_server.ts";
+import { assertIncreasing } from "../support/faults.ts";
 
 /**
  * The client, counting the scripts it runs as they are sent: each reservation attempt on that

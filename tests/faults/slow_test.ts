@@ -1,22 +1,22 @@
 /**
  * Fault suite, scenario 6: a slow or hung server and lost replies, through the loopback delay
- * proxy (tests/proxy.ts). A reservation that times out is abandoned, its range spent: a late
+ * proxy (tests/support/proxy.ts). A reservation that times out is abandoned, its range spent: a late
  * reply never gets its IDs issued.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId } from "../../mod.ts";
-import { CLIENTS, openClient } from "../clients.ts";
-import { startProxy } from "../proxy.ts";
-import { command, startServer } from "../server.ts";
+import { CLIENTS, openClient } from "../support/redis_clients.ts";
+import { startProxy } from "../support/proxy.ts";
+import { command, startServer } from "../support/redis_server.ts";
 import {
   assertIncreasing,
   assertNoDuplicates,
   Recorder,
   rejectsWith,
   waitUntil,
-} from "./helpers.ts";
+} from "../support/faults.ts";
 
 async function take(id: KvId<number>, n: number): Promise<number[]> {
   const ids: number[] = [];

@@ -6,13 +6,13 @@
  * deadline, with the server's words in the cause; real refusals still fail fast.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { toKvIdError } from "../../src/contract/store_errors.ts";
-import { openClient } from "../clients.ts";
-import { command } from "../server.ts";
-import { Recorder, rejectsWith, spawnRedis, waitUntil } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { command } from "../support/redis_server.ts";
+import { Recorder, rejectsWith, spawnRedis, waitUntil } from "../support/faults.ts";
 
 /** A client that runs `heal` (once) when the server first replies with `word`. */
 function healOn(inner: RedisClient, word: string, heal: () => Promise<unknown>) {

@@ -4,14 +4,14 @@
  * up: the reservation is not on disk, its IDs are spent and none is handed out.
  */
 
-import "../deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { KvId, KvIdError, type RedisClient } from "../../mod.ts";
 import { RedisStore } from "../../src/stores/redis/redis_store.ts";
-import { openClient } from "../clients.ts";
-import { onPath } from "../replicated.ts";
-import { command } from "../server.ts";
-import { spawnRedis } from "./helpers.ts";
+import { openClient } from "../support/redis_clients.ts";
+import { onPath } from "../support/redis_replication.ts";
+import { command } from "../support/redis_server.ts";
+import { spawnRedis } from "../support/faults.ts";
 
 const big = (_: string, v: unknown) => typeof v === "bigint" ? String(v) : v;
 

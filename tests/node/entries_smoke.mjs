@@ -2,7 +2,7 @@
 // one class of KvIdError for all of them (the build is one split bundle), the store authors' API
 // (a Store of its own, InterleavedStore's checks), HttpStore on a fetch given to it, the codec,
 // and PostgresStore and MySqlStore on a client given to them (a real database is the Deno tests'
-// part: tests/postgres_store_test.ts, tests/mysql_store_test.ts).
+// part: tests/stores/postgres/postgres_store_test.ts, tests/stores/mysql/mysql_store_test.ts).
 // Usage: node entries_smoke.mjs   (run by .ci/runtimes where @kvid/core is installed)
 import assert from "node:assert/strict";
 import { KvId, KvIdError } from "@kvid/core";

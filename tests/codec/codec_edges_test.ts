@@ -1,0 +1,43 @@
+/**
+ * Edges of the codec's composed forms the main suite (tests/codec/codec_test.ts) left open, found by
+ * mutations (tests/mutations.ts, `codec/`): a text whose affix is not where the form puts it, and
+ * a text below an offset form's first ID. Each is refused with `malformed`, never decoded to
+ * another ID.
+ */
+
+import "../support/deadline.ts"; // a time limit on every test of this file
+import assert from "node:assert/strict";
+import { KvIdError } from "../../mod.ts";
+import { base62, decimal, offset, prefix, suffix } from "../../src/codec/mod.ts";
+
+function throwsMalformed(fn: () => unknown, message: RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof KvIdError, String(err));
+    assert.equal(err.code, "malformed");
+    assert.match(err.message, message);
+    return true;
+  });
+}
+
+Deno.test("codec edges: an affix elsewhere in the text than its place is refused", () => {
+  // Past the affix, each text would decode: only where the affix stands makes it malformed.
+  const inv = prefix("A", base62());
+  assert.equal(inv.decode("A12"), base62().decode("12"));
+  throwsMalformed(() => inv.decode("BA12"), /does not start with "A"/);
+  throwsMalformed(() => inv.decode("12A"), /does not start with "A"/);
+  const eu = suffix("Z", base62());
+  assert.equal(eu.decode("12Z"), base62().decode("12"));
+  throwsMalformed(() => eu.decode("12ZB"), /does not end with "Z"/);
+  throwsMalformed(() => eu.decode("Z12"), /does not end with "Z"/);
+});
+
+Deno.test("codec edges: offset() refuses every text below its first ID, the one just below too", () => {
+  const form = offset(1000n, decimal(6));
+  assert.equal(form.decode("001000"), 0n);
+  assert.equal(form.encode(0), "001000");
+  throwsMalformed(() => form.decode("000999"), /below the first ID 1000/);
+  throwsMalformed(() => form.decode("000000"), /below the first ID 1000/);
+  // The largest ID is the inner form's largest less the offset.
+  assert.equal(form.max, 999_999n - 1000n);
+  assert.equal(form.decode("999999"), form.max);
+});
