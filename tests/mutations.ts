@@ -1212,4 +1212,21 @@ export const MUTATIONS: readonly Mutation[] = [
     to: "    if (false) {",
     tests: ["tests/service/readiness_states_test.ts"],
   },
+  {
+    id: "errors/store-words",
+    what: "an error names the counter in its store's words (Store.describe), not a hash's",
+    file: "src/contract/errors.ts",
+    from: '  if (where !== "") return ` (${where})`;',
+    to: "",
+    tests: ["tests/stores/store_words_test.ts"],
+  },
+  {
+    id: "errors/engine-store-words",
+    what: "the generator's own errors ask the store for its words once it is known",
+    file: "src/engine/reservation.ts",
+    from:
+      '    return { key, field: this.#name, where: this.#store?.describe?.(key, this.#name) ?? "" };',
+    to: '    return { key, field: this.#name, where: "" };',
+    tests: ["tests/stores/store_words_test.ts"],
+  },
 ];

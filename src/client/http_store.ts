@@ -7,7 +7,7 @@
  * @module
  */
 
-import { KvIdError } from "../contract/errors.ts";
+import { fieldLabel, KvIdError } from "../contract/errors.ts";
 import type {
   IdRange,
   Release,
@@ -149,7 +149,7 @@ export class HttpStore implements Store, Release, StepMemory {
       throw new KvIdError(
         "config",
         "HttpStore cannot wait for replicas (the service's store decides its durability)",
-        { key, field },
+        this.#at(key, field),
       );
     }
     const body: SegmentRequest = {
@@ -161,7 +161,11 @@ export class HttpStore implements Store, Release, StepMemory {
     const answer = await this.#call<SegmentResponse>("POST", field, "", body);
     const ranges = parseRanges(answer, count);
     if (ranges === undefined) {
-      throw new KvIdError("reply", "the service's segment answer is malformed", { key, field });
+      throw new KvIdError(
+        "reply",
+        "the service's segment answer is malformed",
+        this.#at(key, field),
+      );
     }
     if (typeof answer?.receipt === "string") this.#hold(field, { ranges, receipt: answer.receipt });
     return { ranges, raised: answer?.raised === true };
@@ -216,6 +220,31 @@ export class HttpStore implements Store, Release, StepMemory {
     await this.#call<StepBody>("PUT", field, "/step", { step }, true);
   }
 
+  /**
+   * Counter `field` in this store's words, for messages: the service and the name, e.g.
+   * `service http://127.0.0.1:8080, name "order"`; see {@linkcode Store.describe}.
+   *
+   * @example
+   * ```ts
+   * import { HttpStore } from "@kvid/core/client";
+   * import assert from "node:assert/strict";
+   *
+   * const store = new HttpStore("http://127.0.0.1:8080", { token: "t".repeat(32) });
+   * assert.equal(store.describe("kvid", "order"), 'service http://127.0.0.1:8080, name "order"');
+   * ```
+   *
+   * @param _key The hash key (always the service's `"kvid"`).
+   * @param field The counter.
+   * @returns The words a {@linkcode KvIdError} puts in parentheses.
+   */
+  describe(_key: string, field: string): string {
+    return `service ${this.#base}, name ${fieldLabel(field)}`;
+  }
+
+  #at(key: string, field: string): { key: string; field: string; where: string } {
+    return { key, field, where: this.describe(key, field) };
+  }
+
   #checkKey(key: string, field: string): void {
     if (key !== KEY) {
       throw new KvIdError(
@@ -238,7 +267,7 @@ export class HttpStore implements Store, Release, StepMemory {
     body: unknown,
     optional = false,
   ): Promise<T | undefined> {
-    const where = { key: KEY, field };
+    const where = this.#at(KEY, field);
     const url = `${this.#base}/v1/segments/${encodeURIComponent(field)}${op}`;
     let res: Response;
     try {

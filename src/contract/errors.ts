@@ -118,6 +118,14 @@ export interface KvIdErrorOptions {
   key?: string;
   /** The hash field of the counter: the generator's name; left out with `key`. */
   field?: string;
+  /**
+   * The counter in its store's own words, appended to the message in parentheses instead of
+   * `hash "<key>", field "<field>"` (a store's `describe(key, field)`), e.g.
+   * `table "kvid_counters", hash_key "kvid", name "order"`; `""`: the hash words.
+   *
+   * @default {""}
+   */
+  where?: string;
   /** The underlying error, if any. */
   cause?: unknown;
   /**
@@ -152,6 +160,8 @@ export class KvIdError extends Error {
   readonly field: string;
   /** Why, more precisely than the code; `""` when the code says it all. */
   readonly reason: KvIdErrorReason;
+  /** The counter in its store's words, as the message names it; `""`: the hash words. */
+  readonly where: string;
 
   /**
    * Make an error naming the counter.
@@ -163,12 +173,14 @@ export class KvIdError extends Error {
   constructor(code: KvIdErrorCode, message: string, options: KvIdErrorOptions = {}) {
     const key = options.key ?? "";
     const field = options.field ?? "";
-    super(message + counterLabel(key, field), { cause: options.cause });
+    const where = options.where ?? "";
+    super(message + counterLabel(key, field, where), { cause: options.cause });
     this.name = "KvIdError";
     this.code = code;
     this.key = key;
     this.field = field;
     this.reason = options.reason ?? "";
+    this.where = where;
   }
 }
 
@@ -179,9 +191,9 @@ export class KvIdError extends Error {
 export function reasonOf(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   const line = text.split("\n")[0];
-  if (!(err instanceof KvIdError) || (err.key === "" && err.field === "")) return line;
-  const suffix = counterLabel(err.key, err.field);
-  return line.endsWith(suffix) ? line.slice(0, -suffix.length) : line;
+  if (!(err instanceof KvIdError)) return line;
+  const suffix = counterLabel(err.key, err.field, err.where);
+  return suffix !== "" && line.endsWith(suffix) ? line.slice(0, -suffix.length) : line;
 }
 
 /**
@@ -194,15 +206,20 @@ export function isTransient(code: KvIdErrorCode): boolean {
     code === "unavailable";
 }
 
-/** What a message appends: the counter, or its hash alone when no counter is concerned. */
-function counterLabel(key: string, field: string): string {
+/**
+ * What a message appends: the counter in its store's words, else in a hash's, or the hash alone
+ * when no counter is concerned.
+ */
+function counterLabel(key: string, field: string, where: string): string {
+  if (where !== "") return ` (${where})`;
   if (key === "" && field === "") return "";
   return field === ""
     ? ` (hash ${JSON.stringify(key)})`
     : ` (hash ${JSON.stringify(key)}, field ${fieldLabel(field)})`;
 }
 
-function fieldLabel(field: string): string {
+/** A counter's name as a message quotes it: JSON, cut to 80 characters. */
+export function fieldLabel(field: string): string {
   const json = JSON.stringify(field);
   return json.length > 80 ? `${json.slice(0, 77)}..."` : json;
 }

@@ -383,6 +383,13 @@ export interface CountersOptions {
 export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
+  /**
+   * Optional: counter `field` of hash `key` in this store's own words, for messages: what a
+   * {@linkcode KvIdError} names in parentheses (its `where` option), e.g. `table
+   * kvid_counters, hash_key "kvid", name "order"`. A store without it, or answering `""`, is
+   * named as a hash: `hash "kvid", field "order"`.
+   */
+  describe?(key: string, field: string): string;
 }
 
 /**

@@ -542,6 +542,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
       timeout: s.timeout,
       key: s.key,
       field: this.name,
+      where: () => this.#where().where ?? "",
     });
     const { error } = outcome;
     const verdict = outage.failed(error, outcome.startedAt, performance.now());
@@ -580,10 +581,7 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
   }
 
   #closedError(): KvIdError {
-    return new KvIdError("closed", "the generator is closed", {
-      key: this.key,
-      field: this.name,
-    });
+    return new KvIdError("closed", "the generator is closed", this.#where());
   }
 
   #timeoutError(): KvIdError {
@@ -591,10 +589,14 @@ class KvIdImpl<T extends number | bigint> extends EventTarget
     // Why, on the first line: the last failure's own words.
     const why = cause === undefined || cause === null ? "" : `: ${reasonOf(cause)}`;
     return new KvIdError("timeout", `no ID could be reserved in ${this.#timeout} ms${why}`, {
-      key: this.key,
-      field: this.name,
+      ...this.#where(),
       cause,
     });
+  }
+
+  /** The counter, for errors: in its store's words once the store is known. */
+  #where(): { key: string; field: string; where?: string } {
+    return this.#reserver?.where() ?? { key: this.key, field: this.name };
   }
 }
 

@@ -70,16 +70,26 @@ export class Outage {
   readonly #timeout: number;
   readonly #key: string;
   readonly #field: string;
+  readonly #where: () => string;
 
   /**
    * @param options `failFast`: whether the store can be known down. `timeout`: the generator's,
-   *   ms. `key`, `field`: the counter, named in errors.
+   *   ms. `key`, `field`: the counter, named in errors; `where`: in its store's words.
    */
-  constructor(options: { failFast: boolean; timeout: number; key: string; field: string }) {
+  constructor(
+    options: {
+      failFast: boolean;
+      timeout: number;
+      key: string;
+      field: string;
+      where?: () => string;
+    },
+  ) {
     this.#failFast = options.failFast;
     this.#timeout = options.timeout;
     this.#key = options.key;
     this.#field = options.field;
+    this.#where = options.where ?? (() => "");
   }
 
   /** `ok`, `failing` or `down`. */
@@ -152,7 +162,7 @@ export class Outage {
     return new KvIdError(
       "unavailable",
       `the store is down (no reservation succeeded for ${since} ms): failing fast while a probe retries`,
-      { key: this.#key, field: this.#field, cause: this.lastError },
+      { key: this.#key, field: this.#field, where: this.#where(), cause: this.lastError },
     );
   }
 }

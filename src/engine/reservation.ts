@@ -149,10 +149,11 @@ export class Reserver {
       // A bad clock is said before any I/O: its reading must never size a reservation.
       const before = this.#readClock();
       if (!Number.isSafeInteger(count) || count < 1) {
-        throw new KvIdError("config", `the step became ${count}, not a positive integer`, {
-          key: s.key,
-          field: this.#name,
-        });
+        throw new KvIdError(
+          "config",
+          `the step became ${count}, not a positive integer`,
+          this.where(),
+        );
       }
       const store = this.#store ??= this.#makeStore();
       const loadStep = first?.loadStep === true;
@@ -163,7 +164,7 @@ export class Reserver {
         this.#attempt(store, count, floor, loadStep, first?.durability),
         s.timeout,
         // No cause: the last error's own cause chain would grow by one per failed attempt.
-        () => new KvIdError("timeout", `the reservation took ${s.timeout} ms`, this.#where()),
+        () => new KvIdError("timeout", `the reservation took ${s.timeout} ms`, this.where()),
         // A late reply is dropped: its range is spent, never handed out. It is still read for
         // a rollback it found (a command a client queued while the server restarted empty
         // raises the counter): nobody else would ever report it.
@@ -367,7 +368,7 @@ export class Reserver {
       throw new KvIdError(
         "reply",
         `the counter held a negative value (the reply reserved ${lowest}..); IDs start at 1`,
-        this.#where(),
+        this.where(),
       );
     }
   }
@@ -385,7 +386,7 @@ export class Reserver {
         `the counter (${
           reply.ranges.at(-1)?.last
         }) is at or below the floor option's ${userFloor} and the store could not raise it (no scripting): set it above by hand (HSET ${this.#s.key} ${this.#name} <floor>)`,
-        this.#where(),
+        this.where(),
       );
     }
   }
@@ -415,13 +416,13 @@ export class Reserver {
     try {
       now = this.#s.clock();
     } catch (cause) {
-      throw new KvIdError("config", "the clock option threw", { ...this.#where(), cause });
+      throw new KvIdError("config", "the clock option threw", { ...this.where(), cause });
     }
     if (typeof now !== "number" || !Number.isFinite(now)) {
       throw new KvIdError(
         "config",
         `the clock option returned ${describe(now)}, not a finite number of milliseconds`,
-        this.#where(),
+        this.where(),
       );
     }
     return now;
@@ -432,16 +433,18 @@ export class Reserver {
       ? new KvIdError(
         "unsafe",
         `the counter reached ${last}, above Number.MAX_SAFE_INTEGER; use { bigint: true }`,
-        this.#where(),
+        this.where(),
       )
       : new KvIdError(
         "rollback",
         `the counter (${last}) went below IDs this generator already issued (up to ${this.#buf.high}); enable guard to raise it`,
-        this.#where(),
+        this.where(),
       );
   }
 
-  #where(): { key: string; field: string } {
-    return { key: this.#s.key, field: this.#name };
+  /** The counter, for errors: in its store's words once the store is known. */
+  where(): { key: string; field: string; where: string } {
+    const key = this.#s.key;
+    return { key, field: this.#name, where: this.#store?.describe?.(key, this.#name) ?? "" };
   }
 }

@@ -178,6 +178,7 @@ export function storeFromUrl(
   const timeout = options.timeout ?? 5_000;
   let opened: Promise<OpenedStore> | undefined;
   let closed = false;
+  let got: OpenedStore | undefined; // the store once opened, for describe (synchronous)
   const open = () => {
     if (closed) return Promise.reject(new KvIdError("closed", `${what}: the store was closed`));
     if (opened === undefined) {
@@ -187,6 +188,7 @@ export function storeFromUrl(
         throw toKvIdError(err, "", "");
       });
       opened = made;
+      made.then((o) => void (got = o), () => {});
       made.catch(() => { // a failed connection is tried again on the next call
         if (opened === made) opened = undefined;
       });
@@ -232,6 +234,8 @@ export function storeFromUrl(
     },
     // Forgotten before any later call reaches the store (each awaits the same opening first).
     forgetReads: () => void opened?.then((o) => o.store.forgetReads?.(), () => {}),
+    // Before the store opened: "", the counter named as a hash.
+    describe: (key, field) => got?.store.describe?.(key, field) ?? "",
   };
   // What the opener says its store has beyond those: forwarded too, never silently dropped.
   if (opener.also?.giveBack) {

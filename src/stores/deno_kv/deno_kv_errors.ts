@@ -16,10 +16,9 @@ import type { DenoKvSource } from "./deno_kv_options.ts";
 export function openError(
   cause: unknown,
   source: DenoKvSource | undefined,
-  key: string,
-  field: string,
+  at: { key: string; field: string; where?: string },
 ): KvIdError {
-  const where = { key, field, cause };
+  const where = { ...at, cause };
   if (typeof Deno.openKv !== "function") {
     return new KvIdError(
       "config",

@@ -74,7 +74,7 @@
  * @module
  */
 
-import { KvIdError } from "../../contract/errors.ts";
+import { fieldLabel, KvIdError } from "../../contract/errors.ts";
 import { disown, own } from "../../runtime/shutdown.ts";
 import type {
   CounterListing,
@@ -176,6 +176,32 @@ export class DenoKvStore
   }
 
   /**
+   * Counter `field` of hash `key` in this store's words, for messages: its KV key, e.g.
+   * `key ["kvid", "order"]`; see {@linkcode Store.describe}.
+   *
+   * @example
+   * ```ts
+   * import { DenoKvStore } from "@kvid/core/deno-kv";
+   * import assert from "node:assert/strict";
+   *
+   * const store = new DenoKvStore(":memory:", { prefix: ["ids"] });
+   * assert.equal(store.describe("kvid", "order"), 'key ["ids", "kvid", "order"]');
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter ("": the hash's keys).
+   * @returns The words a {@linkcode KvIdError} puts in parentheses.
+   */
+  describe(key: string, field: string): string {
+    const parts = field === "" ? [...this.#prefix, key] : this.kvKey(key, field);
+    return `key [${parts.map(keyPart).join(", ")}]`;
+  }
+
+  #at(key: string, field: string): { key: string; field: string; where: string } {
+    return { key, field, where: this.describe(key, field) };
+  }
+
+  /**
    * Reserve `count` IDs of counter `field` in hash `key`; see {@linkcode Store.reserve}. With
    * `guard`, a counter below `floor` is first raised to `raiseTo` (`raised: true`).
    */
@@ -185,7 +211,7 @@ export class DenoKvStore
     count: number,
     options: ReserveOptions & MemberReserveOptions,
   ): Promise<Reservation> {
-    const where = { key, field };
+    const where = this.#at(key, field);
     if (!Number.isSafeInteger(count) || count < 1) {
       throw new RangeError(`DenoKvStore.reserve: count must be a positive integer, got ${count}`);
     }
@@ -450,7 +476,7 @@ export class DenoKvStore
     const found = new Map<string, CounterValue>();
     const add = (name: string, value: unknown, layout: unknown) => {
       if (name.startsWith("\0") || value === null) return;
-      const read = counterValue(value, { key, field: name });
+      const read = counterValue(value, this.#at(key, name));
       found.set(name, typeof layout === "string" ? { value: read, layout } : { value: read });
     };
     try {
@@ -500,7 +526,9 @@ export class DenoKvStore
 
   #open(key: string, field: string): Promise<Deno.Kv> {
     if (this.#closed) {
-      return Promise.reject(new KvIdError("closed", "the DenoKvStore is closed", { key, field }));
+      return Promise.reject(
+        new KvIdError("closed", "the DenoKvStore is closed", this.#at(key, field)),
+      );
     }
     if (this.#kv !== undefined) return this.#kv;
     const source = this.#source;
@@ -513,12 +541,12 @@ export class DenoKvStore
           ? await Deno.openKv(source)
           : source;
       } catch (cause) {
-        throw openError(cause, source, key, field);
+        throw openError(cause, source, this.#at(key, field));
       }
       if (this.#closed) {
         // Closed while opening: do not leak what was opened.
         if (this.#owned) opened.close();
-        throw new KvIdError("closed", "the DenoKvStore is closed", { key, field });
+        throw new KvIdError("closed", "the DenoKvStore is closed", this.#at(key, field));
       }
       this.#opened = opened;
       // Opened here and held alone: shutdown() closes it after the generators.
@@ -536,7 +564,7 @@ export class DenoKvStore
   #error(cause: unknown, key: string, field: string): KvIdError {
     if (cause instanceof KvIdError) return cause;
     const message = cause instanceof Error ? cause.message : String(cause);
-    const where = { key, field, cause };
+    const where = { ...this.#at(key, field), cause };
     if (this.#closed || /database is closed|bad resource/i.test(message)) {
       return new KvIdError("closed", "the Deno KV database is closed", where);
     }
@@ -549,4 +577,12 @@ export class DenoKvStore
     }
     return new KvIdError("connection", `Deno KV failed: ${message}`, where);
   }
+}
+
+/** A part of a KV key as a message shows it: text quoted (cut to 80 characters), 7n for a bigint. */
+function keyPart(part: Deno.KvKeyPart): string {
+  if (typeof part === "string") return fieldLabel(part);
+  if (typeof part === "bigint") return `${part}n`;
+  if (part instanceof Uint8Array) return `bytes(${part.length})`;
+  return String(part);
 }

@@ -7,6 +7,7 @@
  */
 
 import { KvIdError } from "../../contract/errors.ts";
+import { sqlCounter } from "../sql/table_values.ts";
 import { errorMessage, unusableAddress } from "../../contract/store_errors.ts";
 
 /** The server's error number, or undefined for a client-side or network failure. */
@@ -37,7 +38,7 @@ const CONNECTION = new Set([1927, 2002, 2003, 2006, 2013, 2055]);
  */
 export function mysqlError(err: unknown, key: string, field: string, table: string): KvIdError {
   if (err instanceof KvIdError) return err;
-  const where = { key, field, cause: err };
+  const where = { ...sqlCounter(table, key, field), cause: err };
   const message = errorMessage(err);
   const errno = mysqlErrno(err);
   if (errno === undefined) {

@@ -8,7 +8,13 @@
 import { KvIdError } from "../../contract/errors.ts";
 import type { Store } from "../../contract/store.ts";
 import { type SqlDialect, SqlTableStore } from "../sql/sql_table_store.ts";
-import { checkTable, DEFAULT_TABLE, epochMs, exactInteger } from "../sql/table_values.ts";
+import {
+  checkTable,
+  DEFAULT_TABLE,
+  epochMs,
+  exactInteger,
+  sqlCounter,
+} from "../sql/table_values.ts";
 import { mysqlErrno, mysqlError } from "./mysql_errors.ts";
 
 /**
@@ -188,7 +194,7 @@ function mysqlDialect(client: MySqlQueryable, t: string): SqlDialect {
   return {
     error: (err, key, field) =>
       err instanceof NoResult
-        ? new KvIdError("reply", err.message, { key, field })
+        ? new KvIdError("reply", err.message, sqlCounter(t, key, field))
         : mysqlError(err, key, field, t),
     isMissingTable: (err) => mysqlErrno(err) === 1146,
     probe: async () => void await client.query(`SELECT 1 FROM ${t} LIMIT 0`, []),

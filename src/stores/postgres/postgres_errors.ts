@@ -7,6 +7,7 @@
  */
 
 import { KvIdError } from "../../contract/errors.ts";
+import { sqlCounter } from "../sql/table_values.ts";
 import { errorMessage, unusableAddress } from "../../contract/store_errors.ts";
 
 /** The SQLSTATE of a server error, or undefined for a client-side or network failure. */
@@ -39,7 +40,7 @@ export function postgresError(
   table: string,
 ): KvIdError {
   if (err instanceof KvIdError) return err;
-  const where = { key, field, cause: err };
+  const where = { ...sqlCounter(table, key, field), cause: err };
   const message = errorMessage(err);
   const state = sqlState(err);
   if (state === undefined) {

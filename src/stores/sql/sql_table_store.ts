@@ -40,6 +40,9 @@ import {
   refuseFound,
   reservationOf,
   settingText,
+  type SqlCounter,
+  sqlCounter,
+  sqlWhere,
   stepValue,
 } from "./table_values.ts";
 
@@ -207,7 +210,7 @@ export class SqlTableStore
     if (!Number.isSafeInteger(count) || count < 1) {
       throw new RangeError(`${this.#who}.reserve: count must be a positive integer, got ${count}`);
     }
-    checkSqlNames(key, field);
+    checkSqlNames(this.#at(key, field));
     const layout = layoutOf(options);
     const floor = options.guard && options.floor > 0n ? options.floor : 0n;
     const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;
@@ -219,12 +222,13 @@ export class SqlTableStore
         field,
         () => d.increment(key, field, BigInt(count), floor, layout ?? null),
       );
-      if (end !== undefined) return reservationOf(end, count, false, layout, key, field);
+      if (end !== undefined) return reservationOf(end, count, false, layout, this.#at(key, field));
       if (start > MAX_ID) {
-        throw new KvIdError("overflow", `raising the counter to ${raiseTo} would pass 2^63-1`, {
-          key,
-          field,
-        });
+        throw new KvIdError(
+          "overflow",
+          `raising the counter to ${raiseTo} would pass 2^63-1`,
+          this.#at(key, field),
+        );
       }
       // Missing (a new counter: 0), below the floor (raised to raiseTo first), or an interleaved
       // member's first use of a row at 0 without a layout (one saveStep made): the layout is
@@ -234,15 +238,21 @@ export class SqlTableStore
         field,
         () => d.insertOrRaise(key, field, start, floor, layout ?? null),
       );
-      if (raised !== undefined) return reservationOf(raised, count, floor > 0n, layout, key, field);
+      if (raised !== undefined) {
+        return reservationOf(raised, count, floor > 0n, layout, this.#at(key, field));
+      }
       // Neither matched: moved by another process in between, another layout, or a negative
       // value (by hand).
-      refuseFound(await this.#call(key, field, () => d.find(key, field)), layout, key, field);
+      refuseFound(
+        await this.#call(key, field, () => d.find(key, field)),
+        layout,
+        this.#at(key, field),
+      );
     }
     throw new KvIdError(
       "conflict",
       `the counter kept moving between the two statements of a reservation (${MAX_ATTEMPTS} attempts)`,
-      { key, field },
+      this.#at(key, field),
     );
   }
 
@@ -257,7 +267,7 @@ export class SqlTableStore
    */
   async release(key: string, field: string, range: IdRange): Promise<boolean> {
     if (range.first < 1n || range.last < range.first || range.last > MAX_ID) return false;
-    checkSqlNames(key, field);
+    checkSqlNames(this.#at(key, field));
     return await this.#call(
       key,
       field,
@@ -274,7 +284,7 @@ export class SqlTableStore
    * @returns The remembered step, or undefined (none, or not a positive safe integer).
    */
   async loadStep(key: string, field: string): Promise<number | undefined> {
-    checkSqlNames(key, field);
+    checkSqlNames(this.#at(key, field));
     return stepValue(await this.#call(key, field, () => this.#dialect.loadStep(key, field)));
   }
 
@@ -286,7 +296,7 @@ export class SqlTableStore
    * @param step The step to start from.
    */
   async saveStep(key: string, field: string, step: number): Promise<void> {
-    checkSqlNames(key, field);
+    checkSqlNames(this.#at(key, field));
     await this.#call(key, field, () => this.#dialect.saveStep(key, field, step));
   }
 
@@ -335,8 +345,7 @@ export class SqlTableStore
       const value = exactInteger(row.value);
       if (value === undefined || value < 0n || value > MAX_ID) {
         throw new KvIdError("reply", `the counter row holds ${String(row.value)}, not a counter`, {
-          key,
-          field: name,
+          ...this.#at(key, name),
           reason: "not-a-counter",
         });
       }
@@ -382,6 +391,31 @@ export class SqlTableStore
     return { durable: problems.length === 0, settings, problems, lossWithoutCrash: false };
   }
 
+  /**
+   * Counter `field` of hash `key` in this store's words, for messages: its row, e.g.
+   * `table kvid_counters, hash_key "kvid", name "order"`; see {@linkcode Store.describe}.
+   *
+   * @example
+   * ```ts
+   * import { PostgresStore } from "@kvid/core/postgres";
+   * import assert from "node:assert/strict";
+   *
+   * const store = new PostgresStore({ query: () => Promise.resolve({ rows: [] }) });
+   * assert.equal(store.describe("kvid", "order"), 'table kvid_counters, hash_key "kvid", name "order"');
+   * ```
+   *
+   * @param key The hash key.
+   * @param field The counter.
+   * @returns The words a {@linkcode KvIdError} puts in parentheses.
+   */
+  describe(key: string, field: string): string {
+    return sqlWhere(this.#table, key, field);
+  }
+
+  #at(key: string, field: string): SqlCounter {
+    return sqlCounter(this.#table, key, field);
+  }
+
   /** Run one of the dialect's statements once the table is there, its failure mapped. */
   async #call<T>(key: string, field: string, statement: () => Promise<T>): Promise<T> {
     await this.#prepare(key, field);
@@ -420,7 +454,7 @@ export class SqlTableStore
       } catch (err) {
         throw d.error(err, key, field);
       }
-      checkColumnTypes(rows, "bigint", this.#table, this.#who, key, field);
+      checkColumnTypes(rows, "bigint", this.#table, this.#who, this.#at(key, field));
     })();
     const ready = this.#ready;
     // A failed check is tried again on the next call.

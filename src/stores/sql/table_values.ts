@@ -5,7 +5,7 @@
  * @module
  */
 
-import { KvIdError } from "../../contract/errors.ts";
+import { fieldLabel, KvIdError } from "../../contract/errors.ts";
 import { MAX_ID, type MemberReserveOptions, type Reservation } from "../../contract/store.ts";
 import { interleavedCounter, otherLayout, singleStoreCounter } from "../interleaved/layout.ts";
 import { MAX_EPOCH_MS, MIN_EPOCH_MS } from "../../contract/calendar_bounds.ts";
@@ -35,26 +35,48 @@ export function checkTable(who: string, table: unknown): asserts table is string
   }
 }
 
+/** A counter of a SQL store, as its errors name it ({@linkcode sqlCounter}). */
+export interface SqlCounter {
+  /** The `hash_key` column. */
+  key: string;
+  /** The `name` column. */
+  field: string;
+  /** The row in the table's words: `table kvid_counters, hash_key "kvid", name "order"`. */
+  where: string;
+}
+
+/** The row of counter `field` of hash `key` in `table`, as errors name it. */
+export function sqlWhere(table: string, key: string, field: string): string {
+  if (key === "" && field === "") return `table ${table}`;
+  const row = `table ${table}, hash_key ${JSON.stringify(key)}`;
+  return field === "" ? row : `${row}, name ${fieldLabel(field)}`;
+}
+
+/** Counter `field` of hash `key` in `table`, for errors ({@linkcode sqlWhere}). */
+export function sqlCounter(table: string, key: string, field: string): SqlCounter {
+  return { key, field, where: sqlWhere(table, key, field) };
+}
+
 /**
  * Refuse a hash key or counter name the table cannot hold exactly: longer than
  * {@linkcode MAX_SQL_NAME_CHARS} characters, or holding a NUL character (PostgreSQL `text`
  * cannot). Said as `"config"`: another name is the fix, waiting is not.
  */
-export function checkSqlNames(key: string, field: string): void {
-  for (const [what, value] of [["hash key", key], ["counter name", field]]) {
+export function checkSqlNames(at: SqlCounter): void {
+  for (const [what, value] of [["hash key", at.key], ["counter name", at.field]]) {
     const chars = [...value].length;
     if (chars > MAX_SQL_NAME_CHARS) {
       throw new KvIdError(
         "config",
         `the ${what} is ${chars} characters, more than the ${MAX_SQL_NAME_CHARS} a SQL store's table holds: use a shorter one`,
-        { key, field },
+        at,
       );
     }
     if (value.includes("\0")) {
       throw new KvIdError(
         "config",
         `the ${what} holds a NUL character, which a SQL store's table cannot hold: use another`,
-        { key, field },
+        at,
       );
     }
   }
@@ -108,8 +130,7 @@ export function checkColumnTypes(
   integer: string,
   table: string,
   who: string,
-  key: string,
-  field: string,
+  at: SqlCounter,
 ): void {
   if (rows.length === 0) return;
   const types = new Map(rows.map((r) => [String(r.name).toLowerCase(), String(r.type)]));
@@ -129,7 +150,7 @@ export function checkColumnTypes(
       throw new KvIdError(
         "config",
         `the column ${column} of the table ${table} ${wrong}: kvid needs the table ${who}.tableSql() prints`,
-        { key, field },
+        at,
       );
     }
   }
@@ -156,15 +177,14 @@ export function reservationOf(
   count: number,
   raised: boolean,
   layout: string | undefined,
-  key: string,
-  field: string,
+  at: SqlCounter,
 ): Reservation {
   const last = exactInteger(value);
   if (last === undefined || last < BigInt(count) || last > MAX_ID) {
     throw new KvIdError(
       "reply",
       `the counter came back as ${String(value)}, not the end of a range of ${count}`,
-      { key, field },
+      at,
     );
   }
   const reservation: Reservation = { ranges: [{ first: last - BigInt(count) + 1n, last }], raised };
@@ -180,15 +200,13 @@ export function reservationOf(
 export function refuseFound(
   found: Record<string, unknown> | undefined,
   layout: string | undefined,
-  key: string,
-  field: string,
+  where: SqlCounter,
 ): void {
   if (found === undefined) return;
   const value = exactInteger(found.value);
   const has = found.layout === null || found.layout === undefined
     ? undefined
     : settingText(found.layout);
-  const where = { key, field };
   if (has !== layout) {
     if (layout === undefined) throw interleavedCounter(has!, where);
     if (has !== undefined) throw otherLayout(has, layout, where);
