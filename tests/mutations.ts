@@ -1214,7 +1214,7 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     id: "errors/store-words",
-    what: "an error names the counter in its store's words (Store.describe), not a hash's",
+    what: "an error names the counter in its store's words (CounterWords), not a hash's",
     file: "src/contract/errors.ts",
     from: '  if (where !== "") return ` (${where})`;',
     to: "",
@@ -1224,9 +1224,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "errors/engine-store-words",
     what: "the generator's own errors ask the store for its words once it is known",
     file: "src/engine/reservation.ts",
-    from:
-      '    return { key, field: this.#name, where: this.#store?.describe?.(key, this.#name) ?? "" };',
-    to: '    return { key, field: this.#name, where: "" };',
+    from: "store !== undefined && hasCounterWords(store)",
+    to: "false",
     tests: ["tests/stores/store_words_test.ts"],
   },
 ];

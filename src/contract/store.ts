@@ -383,13 +383,6 @@ export interface CountersOptions {
 export interface Store {
   /** Reserve `count` IDs of counter `field` in hash `key`. */
   reserve(key: string, field: string, count: number, options: ReserveOptions): Promise<Reservation>;
-  /**
-   * Optional: counter `field` of hash `key` in this store's own words, for messages: what a
-   * {@linkcode KvIdError} names in parentheses (its `where` option), e.g. `table
-   * kvid_counters, hash_key "kvid", name "order"`. A store without it, or answering `""`, is
-   * named as a hash: `hash "kvid", field "order"`.
-   */
-  describe?(key: string, field: string): string;
 }
 
 /**
@@ -490,6 +483,19 @@ export interface CounterListing {
   counters(key: string, options?: CountersOptions): Promise<Map<string, CounterValue>>;
 }
 
+/**
+ * A store that names its counters in its own words, for messages: what a
+ * {@linkcode KvIdError} names in parentheses (its `where` option). Without it, a counter is
+ * named as a hash: `hash "kvid", field "order"`.
+ */
+export interface CounterWords {
+  /**
+   * Counter `field` of hash `key` in this store's words, e.g. `table kvid_counters, hash_key
+   * "kvid", name "order"`; `""` names it as a hash.
+   */
+  describe(key: string, field: string): string;
+}
+
 /** A store that tells its server's clock. */
 export interface ServerClock {
   /**
@@ -563,6 +569,11 @@ export function hasCounters<S extends Store>(store: S): store is S & CounterList
   return method(store, "counters");
 }
 
+/** True when `store` has {@linkcode CounterWords}. */
+export function hasCounterWords<S extends Store>(store: S): store is S & CounterWords {
+  return method(store, "describe");
+}
+
 /** True when `store` has {@linkcode ServerClock}. */
 export function hasServerClock<S extends Store>(store: S): store is S & ServerClock {
   return method(store, "now");
@@ -634,4 +645,5 @@ export type AnyStore =
     & DayCleanup
     & CounterListing
     & ServerClock
+    & CounterWords
   >;

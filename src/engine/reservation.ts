@@ -11,6 +11,7 @@ import { withDeadline } from "../runtime/deadline_timer.ts";
 import {
   type AnyReserveOptions,
   type DurabilityOptions,
+  hasCounterWords,
   hasGiveBack,
   hasRelease,
   MAX_ID,
@@ -445,6 +446,10 @@ export class Reserver {
   /** The counter, for errors: in its store's words once the store is known. */
   where(): { key: string; field: string; where: string } {
     const key = this.#s.key;
-    return { key, field: this.#name, where: this.#store?.describe?.(key, this.#name) ?? "" };
+    const store = this.#store;
+    const where = store !== undefined && hasCounterWords(store)
+      ? store.describe(key, this.#name)
+      : "";
+    return { key, field: this.#name, where };
   }
 }

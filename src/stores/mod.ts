@@ -128,6 +128,7 @@ export type {
   CounterListing,
   CountersOptions,
   CounterValue,
+  CounterWords,
   DayCleanup,
   DurabilityFacts,
   DurabilityInReserve,
@@ -151,6 +152,7 @@ export type {
 export {
   hasCachedReads,
   hasCounters,
+  hasCounterWords,
   hasDayCleanup,
   hasDurability,
   hasGiveBack,
