@@ -10,7 +10,7 @@ import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { optionsFromEnv } from "../../src/service/mod.ts";
 import { startProxy } from "../support/proxy.ts";
-import { startServer } from "../support/redis_server.ts";
+import { redisOnly, startServer } from "../support/redis_server.ts";
 import { serveService } from "../support/service.ts";
 
 const TOKEN = "test-token-states-0123456789";
@@ -82,21 +82,27 @@ Deno.test("service states: starting while the store was never reached", async ()
   assert.equal(status, 200);
 });
 
-Deno.test("service states: a Redis without AOF answers, and is refused with 503 and KVID_DURABILITY", async () => {
-  await using server = await startServer({ persistence: "snapshots" }); // appendonly no
-  await using svc = await serviceOn(server.url);
-  const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
-  assert.equal(ids.status, 503);
-  const { error } = await ids.json();
-  assert.equal(error.code, "unavailable");
-  assert.match(error.message, /can lose reservations.*appendonly.*KVID_DURABILITY=best-effort/s);
-  const ready = await fetch(`${svc.url}/readyz`);
-  assert.equal(ready.status, 503);
-  const why = await ready.text();
-  assert.match(why, /^not ready: the store can lose reservations.*KVID_DURABILITY=best-effort/s);
-  assert.doesNotMatch(why, /field ""|hash "kvid"/);
-  const m = await (await fetch(`${svc.url}/metrics`, { headers: auth })).text();
-  assert.equal(sample(m, "kvid_store_up"), 1, "it answers");
-  assert.equal(sample(m, "kvid_store_durability_refused"), 1);
-  assert.equal(sample(m, "kvid_store_config_error"), 0);
+Deno.test({
+  ...redisOnly(
+    "service states: a Redis without AOF answers, and is refused with 503 and KVID_DURABILITY",
+    "it stages appendonly no",
+  ),
+  fn: async () => {
+    await using server = await startServer({ persistence: "snapshots" }); // appendonly no
+    await using svc = await serviceOn(server.url);
+    const ids = await fetch(`${svc.url}/v1/ids/order`, { method: "POST", headers: auth });
+    assert.equal(ids.status, 503);
+    const { error } = await ids.json();
+    assert.equal(error.code, "unavailable");
+    assert.match(error.message, /can lose reservations.*appendonly.*KVID_DURABILITY=best-effort/s);
+    const ready = await fetch(`${svc.url}/readyz`);
+    assert.equal(ready.status, 503);
+    const why = await ready.text();
+    assert.match(why, /^not ready: the store can lose reservations.*KVID_DURABILITY=best-effort/s);
+    assert.doesNotMatch(why, /field ""|hash "kvid"/);
+    const m = await (await fetch(`${svc.url}/metrics`, { headers: auth })).text();
+    assert.equal(sample(m, "kvid_store_up"), 1, "it answers");
+    assert.equal(sample(m, "kvid_store_durability_refused"), 1);
+    assert.equal(sample(m, "kvid_store_config_error"), 0);
+  },
 });

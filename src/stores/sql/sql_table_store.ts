@@ -429,8 +429,15 @@ export class SqlTableStore
   async #createTable(key: string, field: string): Promise<void> {
     try {
       await this.#dialect.createTable();
-    } catch (err) {
-      throw this.#dialect.error(err, key, field);
+    } catch {
+      // Processes creating the same table at once race in PostgreSQL's catalog (`type ...
+      // already exists`, SQLSTATE 42710 or 23505) even with IF NOT EXISTS; once the winner has
+      // committed, the same statement is a no-op. Any other failure fails again, and is thrown.
+      try {
+        await this.#dialect.createTable();
+      } catch (err) {
+        throw this.#dialect.error(err, key, field);
+      }
     }
   }
 
