@@ -72,6 +72,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/stores/redis/confirm.ts",
     tests: [
+      "tests/confirm_units_test.ts",
       "tests/faults/wait_aof_test.ts",
       "tests/faults/crash_aof_test.ts",
       "tests/replicas_test.ts",
