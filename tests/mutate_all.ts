@@ -87,6 +87,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/durability_gate.ts",
     tests: [
+      "tests/durability_gate_units_test.ts",
       "tests/evidence_36_test.ts",
       "tests/redis_first_reservation_test.ts",
       "tests/faults/states_test.ts",
