@@ -219,10 +219,27 @@ Deno.test("confirm: the connection is named by CLIENT INFO, else CLIENT ID", asy
     throw new ReplyError("NOPERM this user has no permissions");
   });
   assert.equal(await code(connectionOf(denied, "k")), "config");
+  await assert.rejects(connectionOf(denied, "k"), /may not run CLIENT INFO,/);
+  const oldDenied = scripted((_c, args) => {
+    if (args[0] === "INFO") throw new ReplyError("ERR unknown subcommand 'INFO'");
+    throw new ReplyError("NOPERM this user has no permissions");
+  });
+  assert.equal(await connectionOf(oldDenied, "k"), "no CLIENT INFO");
+  await assert.rejects(connectionOf(oldDenied, "k"), /may not run CLIENT ID,/);
   const broken = scripted(() => {
     throw new Error("socket closed");
   });
   await assert.rejects(connectionOf(broken, "k"), /socket closed/);
+  // Only an error reply to CLIENT INFO means the server has none; CLIENT ID failing is thrown.
+  const notReply = scripted(() => {
+    throw new Error("unknown command (a client's own error)");
+  });
+  await assert.rejects(connectionOf(notReply, "k"), /a client's own error/);
+  const noId = scripted(() => {
+    throw new ReplyError("ERR unknown subcommand");
+  });
+  assert.equal(await connectionOf(noId, "k"), "no CLIENT INFO");
+  await assert.rejects(connectionOf(noId, "k"), /unknown subcommand/);
 });
 
 Deno.test("confirm: a confirmation answered on another connection is refused", async () => {
