@@ -269,6 +269,11 @@ Deno.test("confirm: a confirmation answered on another connection is refused", a
     "CLIENT INFO",
   ]);
   assert.match(same.sent[3], /^WAIT 1 (9\d|100)$/);
+  // Named only once (before unknown, after named): not the same connection.
+  assert.equal(
+    await code(waitForAof(server(), "k", "f", 100, Promise.resolve("unknown"))),
+    "connection",
+  );
   // A client that cannot name its connection either time: as without the check.
   const blind = { waitAof: () => Promise.resolve([1, 0]) } as unknown as RedisClient;
   assert.equal(await waitForAof(blind, "k", "f", 100, connectionOf(blind, "k")), true);
