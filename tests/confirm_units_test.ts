@@ -274,6 +274,11 @@ Deno.test("confirm: a confirmation answered on another connection is refused", a
     await code(waitForAof(server(), "k", "f", 100, Promise.resolve("unknown"))),
     "connection",
   );
+  const unnamed = { waitAof: () => Promise.resolve([1, 0]) } as unknown as RedisClient;
+  assert.equal(
+    await code(waitForAof(unnamed, "k", "f", 100, Promise.resolve("id=1 addr=a laddr=b"))),
+    "connection",
+  );
   // A client that cannot name its connection either time: as without the check.
   const blind = { waitAof: () => Promise.resolve([1, 0]) } as unknown as RedisClient;
   assert.equal(await waitForAof(blind, "k", "f", 100, connectionOf(blind, "k")), true);

@@ -139,6 +139,12 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "sifting the last entry below a child of equal due keeps a valid heap",
   "src/runtime/deadline_timer.ts|if (timer !== undefined) clearTimeout(timer);|timer !== undefined|true":
     "clearTimeout(undefined) does nothing",
+  "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|this.max < 9007199254740991n|true":
+    "only a safe integer is compared with it, and Number(max) of a max above 2^53 - 1 is at least that",
+  "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|<|<=":
+    "a max equal to 2^53 - 1 gives the same number either way",
+  "src/engine/durability_gate.ts|this.#accepted = true;|true|false":
+    "#accepted is read only by beforeReserve, which then awaits a check() that resolved already",
   'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
     'both "unknown" are equal: the a !== b check below lets them through as well',
 };
