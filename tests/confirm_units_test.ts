@@ -321,3 +321,46 @@ Deno.test("confirm: the WAITAOF probe is sent once and remembered", async () => 
   assert.deepEqual(viaMethod, ["k 0 0 0"]);
   probeWaitAof({} as RedisClient, "k"); // neither: nothing, no error
 });
+
+/** A client whose WAITAOF replies wait until `release()`; the first `fails` throw NOPERM. */
+function held(fails = 0) {
+  const waiting: (() => void)[] = [];
+  let n = 0;
+  const c = scripted((command) => {
+    if (command !== "WAITAOF") return 1;
+    if (n++ < fails) throw new ReplyError("NOPERM no");
+    return new Promise((resolve) => waiting.push(() => resolve([1, 0])));
+  });
+  const release = () => waiting.splice(0).forEach((f) => f());
+  return { c, release };
+}
+
+const turns = async (n = 10) => {
+  for (let i = 0; i < n; i++) await Promise.resolve();
+};
+
+Deno.test("confirm: once WAITAOF is known, confirmations go out together, none waits for another", async () => {
+  const { c, release } = held();
+  const first = waitForAof(c, "k", "f", 100);
+  await turns();
+  release();
+  assert.equal(await first, true);
+  const two = Promise.all([waitForAof(c, "k", "f", 100), waitForAof(c, "k", "f", 100)]);
+  await turns();
+  assert.equal(c.sent.length, 3, "both sent before either is answered");
+  release();
+  assert.deepEqual(await two, [true, true]);
+});
+
+Deno.test("confirm: after a first WAITAOF that failed, the next one finds out again for the others", async () => {
+  const { c, release } = held(1);
+  assert.equal(await code(waitForAof(c, "k", "f", 100)), "config");
+  const three = Promise.all([1, 2, 3].map(() => waitForAof(c, "k", "f", 100)));
+  await turns();
+  assert.equal(c.sent.length, 2, "one probe in flight, the others wait for it");
+  release();
+  await turns();
+  release();
+  assert.deepEqual(await three, [true, true, true]);
+  assert.equal(c.sent.length, 4);
+});
