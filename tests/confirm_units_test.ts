@@ -110,6 +110,15 @@ Deno.test("confirm: WAITAOF replies", async () => {
       throw new ReplyError(message);
     });
   assert.equal(await code(waitForAof(fail("NOPERM no"), "k", "f", 100)), "config");
+  await assert.rejects(
+    waitForAof(fail("NOPERM no"), "k", "f", 100),
+    /may not run WAITAOF.*ACL \+waitaof/,
+  );
+  await assert.rejects(
+    waitForAof(fail("ERR appendonly is disabled"), "k", "f", 100),
+    /appendonly no/,
+  );
+  await assert.rejects(waitForAof(fail("UNBLOCKED force"), "k", "f", 100), /became a replica/);
   assert.equal(await code(waitForAof(fail("ERR appendonly is disabled"), "k", "f", 100)), "config");
   assert.equal(await code(waitForAof(fail("UNBLOCKED force"), "k", "f", 100)), "connection");
   assert.equal(
