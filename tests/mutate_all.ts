@@ -145,6 +145,14 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "a max equal to 2^53 - 1 gives the same number either way",
   "src/engine/durability_gate.ts|this.#accepted = true;|true|false":
     "#accepted is read only by beforeReserve, which then awaits a check() that resolved already",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true":
+    "after is set exactly when before is; sameConnection(undefined, undefined) finds them equal",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|&&|||":
+    "after is set exactly when before is, so either operand alone decides",
+  "src/stores/redis/confirm.ts|if (cause instanceof KvIdError) throw cause;|cause instanceof KvIdError|false":
+    "the only KvIdError thrown there matches neither pattern below, and toKvIdError returns it as it is",
+  "src/codec/radix.ts|for (let i = 0; i < alphabet.length; i++) this.#digit[alphabet.charCodeAt(i)] = i;|<|<=":
+    "charCodeAt past the end is NaN, and a typed array ignores a write at index NaN",
   'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
     'both "unknown" are equal: the a !== b check below lets them through as well',
 };
