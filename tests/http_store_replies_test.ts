@@ -87,3 +87,11 @@ Deno.test("HttpStore: bad constructor arguments are refused, each by what is wro
   new HttpStore("http://h", { token: TOKEN, requestTimeout: 1 });
   new HttpStore("https://h/prefix/", { token: TOKEN });
 });
+
+Deno.test("HttpStore: a segment answer of JSON null is a reply error", async () => {
+  await using service = fakeService(() => null);
+  const store = new HttpStore(service.url, { token: TOKEN });
+  const got = await store.reserve("kvid", "order", 10, OPTIONS).then((v) => v, (e) => e);
+  assert.ok(got instanceof KvIdError, String(got));
+  assert.equal(got.code, "reply");
+});

@@ -80,7 +80,11 @@ export const TARGETS: readonly Target[] = [
   },
   {
     file: "src/client/http_store.ts",
-    tests: ["tests/http_store_replies_test.ts", "tests/http_store_test.ts"],
+    tests: [
+      "tests/http_store_units_test.ts",
+      "tests/http_store_replies_test.ts",
+      "tests/http_store_test.ts",
+    ],
   },
   { file: "src/codec/radix.ts", tests: ["tests/codec_edges_test.ts", "tests/codec_test.ts"] },
   { file: "src/codec/ff1.ts", tests: ["tests/ff1_test.ts", "tests/codec_test.ts"] },
