@@ -199,6 +199,18 @@ Deno.test("confirm: WAIT replies", async () => {
   );
   assert.equal(
     await code(
+      waitForReplicas(
+        fail("READONLY You can't write against a read only replica."),
+        "k",
+        "f",
+        1,
+        100,
+      ),
+    ),
+    "unavailable",
+  );
+  assert.equal(
+    await code(
       waitForReplicas(fail("ERR WAIT cannot be used with replica instances"), "k", "f", 1, 100),
     ),
     "connection",
