@@ -157,6 +157,22 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "the only KvIdError thrown there matches neither pattern below, and toKvIdError returns it as it is",
   "src/codec/radix.ts|for (let i = 0; i < alphabet.length; i++) this.#digit[alphabet.charCodeAt(i)] = i;|<|<=":
     "charCodeAt past the end is NaN, and a typed array ignores a write at index NaN",
+  // radix.ts's encode: a fast path for a safe integer within the domain; the BigInt path it
+  // skips gives the same text (and throws outside the domain).
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber|false':
+    "every ID takes the BigInt path, which writes the same digits",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|===|!==':
+    "Number.isSafeInteger of a non-number is false: every ID takes the BigInt path, same digits",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|>=|>':
+    "0 takes the BigInt path, which writes the same digit",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|<=|<':
+    "the largest ID takes the BigInt path, which writes the same digits",
+  "src/codec/radix.ts|text = this.#decimal ? String(id) : this.#numberDigits(id);|this.#decimal|false":
+    "the digits of the decimal alphabet are what String() writes",
+  "src/codec/radix.ts|text = this.#decimal ? String(big) : this.#bigDigits(big);|this.#decimal|false":
+    "the digits of the decimal alphabet are what String() writes",
+  "src/codec/radix.ts|return this.width === undefined ? text : text.padStart(this.width, this.alphabet[0]);|this.width === undefined|false":
+    "padStart to an undefined width pads nothing",
   'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
     'both "unknown" are equal: the a !== b check below lets them through as well',
 };
