@@ -243,6 +243,14 @@ Deno.test("HttpStore units: a release shows the receipts of the segments it over
   const bare = scripted(() => segment("1", "10"));
   await bare.store.reserve("kvid", "o", 10, OPTIONS);
   assert.equal(await bare.store.release("kvid", "o", { first: 10n, last: 10n }), false);
+  assert.equal(bare.sent.length, 1, "no release sent");
+  // A service without releases (404, 501): not given back, no error.
+  release = () => new Response("", { status: 501 });
+  await store.reserve("kvid", "o", 10, OPTIONS); // 71..80, r7
+  assert.equal(await store.release("kvid", "o", { first: 80n, last: 80n }), false);
+  release = () => json({ error: { code: "not_found", message: "m" } }, 404);
+  await store.reserve("kvid", "o", 10, OPTIONS); // 81..90, r8
+  assert.equal(await store.release("kvid", "o", { first: 90n, last: 90n }), false);
 });
 
 Deno.test("HttpStore units: the newest 8 receipts of a counter are held", async () => {
@@ -265,4 +273,33 @@ Deno.test("HttpStore units: the newest 8 receipts of a counter are held", async 
     "r8",
     "r9",
   ]);
+});
+
+Deno.test("HttpStore units: a counter given back in full holds no place among the 10,000 kept", async () => {
+  let n = 0;
+  const { store } = scripted((s) => {
+    if (s.url.endsWith("/release")) return json({ released: true });
+    n++;
+    return segment(String(n * 10 + 1), String(n * 10 + 10), `r${n}`);
+  });
+  await store.reserve("kvid", "first", 10, OPTIONS); // 11..20
+  await store.reserve("kvid", "gone", 10, OPTIONS); // 21..30
+  assert.equal(await store.release("kvid", "gone", { first: 21n, last: 30n }), true);
+  for (let i = 0; i < 9_999; i++) await store.reserve("kvid", `f${i}`, 10, OPTIONS);
+  // 10,000 counters held: "first" and 9,999 others; "gone" is not one of them.
+  assert.equal(await store.release("kvid", "first", { first: 11n, last: 20n }), true);
+});
+
+Deno.test("HttpStore units: receipts of 10,000 counters are kept, the oldest counter dropped", async () => {
+  let n = 0;
+  const { store } = scripted((s) => {
+    if (s.url.endsWith("/release")) return json({ released: true });
+    n++;
+    return segment(String(n * 10 + 1), String(n * 10 + 10), `r${n}`);
+  });
+  await store.reserve("kvid", "old", 10, OPTIONS); // 11..20
+  await store.reserve("kvid", "next", 10, OPTIONS); // 21..30
+  for (let i = 0; i < 9_999; i++) await store.reserve("kvid", `f${i}`, 10, OPTIONS);
+  assert.equal(await store.release("kvid", "old", { first: 11n, last: 20n }), false, "dropped");
+  assert.equal(await store.release("kvid", "next", { first: 21n, last: 30n }), true, "kept");
 });
