@@ -207,6 +207,10 @@ Deno.test("HttpStore units: the step, optional where the service has none", asyn
   const last = sent[sent.length - 1];
   assert.equal(last.method, "PUT");
   assert.deepEqual(last.body, { step: 128 });
+  answer = () => new Response("", { status: 501 });
+  await store.saveStep("kvid", "o", 128); // a service without it: nothing to save, no error
+  answer = () => json({ error: { code: "not_found", message: "m" } }, 404);
+  await store.saveStep("kvid", "o", 128);
   // A reservation is not optional: 404 and 501 fail it.
   answer = () => new Response("", { status: 501 });
   assert.equal(await code(store.reserve("kvid", "o", 10, OPTIONS)), "unavailable");
