@@ -165,7 +165,15 @@ Deno.test("HttpStore units: each status of the service becomes its error", async
   await assert.rejects(said.store.reserve("kvid", "o", 10, OPTIONS), /HTTP 400 bad_count: m/);
   const token = scripted(() => err(401, "unauthorized"));
   await assert.rejects(token.store.reserve("kvid", "o", 10, OPTIONS), /refused the token/);
-  // 400 and 300 are not redirects; 400 is not unavailable, 499 neither.
+  const multiple = scripted(() => new Response(null, { status: 300 }));
+  await assert.rejects(
+    multiple.store.reserve("kvid", "o", 10, OPTIONS),
+    /answered a redirect \(HTTP 300\)/,
+  );
+  const cut = scripted(() =>
+    new Response(new ReadableStream({ start: (c) => c.error(new Error("reset")) }), { status: 200 })
+  );
+  assert.equal(await code(cut.store.reserve("kvid", "o", 10, OPTIONS)), "connection");
   const unreachable = new HttpStore("http://svc", {
     token: TOKEN,
     fetch: () => Promise.reject(new TypeError("connection refused")),

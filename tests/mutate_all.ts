@@ -173,6 +173,8 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "the digits of the decimal alphabet are what String() writes",
   "src/codec/radix.ts|return this.width === undefined ? text : text.padStart(this.width, this.alphabet[0]);|this.width === undefined|false":
     "padStart to an undefined width pads nothing",
+  "src/client/http_store.ts|body: body === undefined ? undefined : JSON.stringify(body),|body === undefined|false":
+    "JSON.stringify(undefined) is undefined",
   'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
     'both "unknown" are equal: the a !== b check below lets them through as well',
 };
