@@ -79,6 +79,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/stores/redis/confirm.ts",
     tests: [
+      "tests/confirm_units_test.ts",
       "tests/faults/wait_aof_test.ts",
       "tests/faults/crash_aof_test.ts",
       "tests/stores/redis/redis_replicas_test.ts",
@@ -86,7 +87,11 @@ export const TARGETS: readonly Target[] = [
   },
   {
     file: "src/client/http_store.ts",
-    tests: ["tests/client/http_store_replies_test.ts", "tests/client/http_store_test.ts"],
+    tests: [
+      "tests/http_store_units_test.ts",
+      "tests/http_store_replies_test.ts",
+      "tests/http_store_test.ts",
+    ],
   },
   {
     file: "src/codec/radix.ts",
@@ -96,8 +101,9 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/durability_gate.ts",
     tests: [
-      "tests/engine/edge_cases_audit_test.ts",
-      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/durability_gate_units_test.ts",
+      "tests/evidence_36_test.ts",
+      "tests/redis_first_reservation_test.ts",
       "tests/faults/states_test.ts",
     ],
   },
@@ -147,6 +153,40 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "sifting the last entry below a child of equal due keeps a valid heap",
   "src/runtime/deadline_timer.ts|if (timer !== undefined) clearTimeout(timer);|timer !== undefined|true":
     "clearTimeout(undefined) does nothing",
+  "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|this.max < 9007199254740991n|true":
+    "only a safe integer is compared with it, and Number(max) of a max above 2^53 - 1 is at least that",
+  "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|<|<=":
+    "a max equal to 2^53 - 1 gives the same number either way",
+  "src/engine/durability_gate.ts|this.#accepted = true;|true|false":
+    "#accepted is read only by beforeReserve, which then awaits a check() that resolved already",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true":
+    "after is set exactly when before is; sameConnection(undefined, undefined) finds them equal",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|&&|||":
+    "after is set exactly when before is, so either operand alone decides",
+  "src/stores/redis/confirm.ts|if (cause instanceof KvIdError) throw cause;|cause instanceof KvIdError|false":
+    "the only KvIdError thrown there matches neither pattern below, and toKvIdError returns it as it is",
+  "src/codec/radix.ts|for (let i = 0; i < alphabet.length; i++) this.#digit[alphabet.charCodeAt(i)] = i;|<|<=":
+    "charCodeAt past the end is NaN, and a typed array ignores a write at index NaN",
+  // radix.ts's encode: a fast path for a safe integer within the domain; the BigInt path it
+  // skips gives the same text (and throws outside the domain).
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber|false':
+    "every ID takes the BigInt path, which writes the same digits",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|===|!==':
+    "Number.isSafeInteger of a non-number is false: every ID takes the BigInt path, same digits",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|>=|>':
+    "0 takes the BigInt path, which writes the same digit",
+  'src/codec/radix.ts|if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0 && id <= this.#maxNumber) {|<=|<':
+    "the largest ID takes the BigInt path, which writes the same digits",
+  "src/codec/radix.ts|text = this.#decimal ? String(id) : this.#numberDigits(id);|this.#decimal|false":
+    "the digits of the decimal alphabet are what String() writes",
+  "src/codec/radix.ts|text = this.#decimal ? String(big) : this.#bigDigits(big);|this.#decimal|false":
+    "the digits of the decimal alphabet are what String() writes",
+  "src/codec/radix.ts|return this.width === undefined ? text : text.padStart(this.width, this.alphabet[0]);|this.width === undefined|false":
+    "padStart to an undefined width pads nothing",
+  "src/client/http_store.ts|body: body === undefined ? undefined : JSON.stringify(body),|body === undefined|false":
+    "JSON.stringify(undefined) is undefined",
+  'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
+    'both "unknown" are equal: the a !== b check below lets them through as well',
 };
 
 /** A test file run for one mutant is killed after this long. */

@@ -355,7 +355,7 @@ export class HttpStore implements Store, Release, StepMemory {
  * (fewer, or more than asked for), increasing and within 1..2^63-1.
  */
 function parseRanges(answer: SegmentResponse | undefined, count: number): IdRange[] | undefined {
-  if (answer === undefined || !Array.isArray(answer.ranges) || answer.ranges.length === 0) {
+  if (answer == null || !Array.isArray(answer.ranges) || answer.ranges.length === 0) {
     return undefined;
   }
   const ranges: IdRange[] = [];

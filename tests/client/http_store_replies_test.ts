@@ -35,6 +35,7 @@ const CASES: [string, { first: string; last: string }[]][] = [
   ["a bound with a space", [{ first: " 1", last: "10" }]],
   ["a leading zero", [{ first: "01", last: "10" }]],
   ["a negative bound", [{ first: "-9", last: "0" }]],
+  ["a bound above 2^63 - 1", [{ first: "9223372036854775799", last: "9223372036854775808" }]],
   ["a range shorter than asked", [{ first: "1", last: "9" }]],
   ["ranges shorter than asked in all", [{ first: "1", last: "4" }, { first: "6", last: "9" }]],
 ];
@@ -62,4 +63,35 @@ Deno.test("HttpStore: a segment answer that is not the IDs asked for is a reply 
     const got = await id.next().then((v) => v, (e) => e);
     assert.ok(got instanceof KvIdError, `served ${got}`);
   });
+});
+
+Deno.test("HttpStore: bad constructor arguments are refused, each by what is wrong", () => {
+  assert.throws(() => new HttpStore("not a url", { token: TOKEN }), /HttpStore: not a URL/);
+  assert.throws(() => new HttpStore("ftp://h", { token: TOKEN }), /must be http: or https:/);
+  const noToken = /options\.token \(a service token\) is required/;
+  for (const options of [null, undefined, "x", {}, { token: 1 }]) {
+    assert.throws(
+      () => new HttpStore("http://h", options as never),
+      noToken,
+      JSON.stringify(options),
+    );
+  }
+  assert.throws(() => new HttpStore("http://h", { token: "short" }), /16 to 1,024/);
+  for (const requestTimeout of [0, -1, 1.5, NaN]) {
+    assert.throws(
+      () => new HttpStore("http://h", { token: TOKEN, requestTimeout }),
+      RangeError,
+      String(requestTimeout),
+    );
+  }
+  new HttpStore("http://h", { token: TOKEN, requestTimeout: 1 });
+  new HttpStore("https://h/prefix/", { token: TOKEN });
+});
+
+Deno.test("HttpStore: a segment answer of JSON null is a reply error", async () => {
+  await using service = fakeService(() => null);
+  const store = new HttpStore(service.url, { token: TOKEN });
+  const got = await store.reserve("kvid", "order", 10, OPTIONS).then((v) => v, (e) => e);
+  assert.ok(got instanceof KvIdError, String(got));
+  assert.equal(got.code, "reply");
 });

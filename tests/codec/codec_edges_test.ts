@@ -41,3 +41,20 @@ Deno.test("codec edges: offset() refuses every text below its first ID, the one 
   assert.equal(form.max, 999_999n - 1000n);
   assert.equal(form.decode("999999"), form.max);
 });
+
+Deno.test("codec edges: the widest width of a radix, binary's exactly at 2^53", async () => {
+  const { maxWidth, radix } = await import("../src/codec/mod.ts");
+  // Binary: 2^53 values in a half is the bound itself, so its widest width is 106.
+  assert.equal(maxWidth(2), 106);
+  assert.equal(radix("01", 106).width, 106);
+  assert.throws(() => radix("01", 107), RangeError);
+  assert.deepEqual([maxWidth(10), maxWidth(36), maxWidth(62)], [30, 20, 16]);
+});
+
+Deno.test("codec edges: a number above a narrow codec's largest ID is refused, not written wider", () => {
+  const two = base62(2);
+  assert.equal(two.encode(3843), "zz");
+  assert.throws(() => two.encode(3844), KvIdError);
+  assert.throws(() => decimal(3).encode(1000), KvIdError);
+  assert.equal(decimal(3).encode(999), "999");
+});

@@ -212,3 +212,49 @@ Deno.test("deadline timer: a release without a hold does not cancel the next hol
     releaseIdleTimer();
   }
 });
+
+Deno.test("deadline timer: a kept, unreferenced timer holds the process open for a new deadline", async () => {
+  // Held: the first deadline leaves the timer kept and unreferenced; the next deadline reuses
+  // it and must reference it again, or the process exits before that deadline fires.
+  const script = `
+    import { holdIdleTimer, releaseIdleTimer, withDeadline } from ${
+    JSON.stringify(new URL("../src/runtime/deadline_timer.ts", import.meta.url).href)
+  };
+    holdIdleTimer();
+    await withDeadline(Promise.resolve(1), 200, () => new Error("late"));
+    withDeadline(new Promise(() => {}), 300, () => new Error("too slow")).catch((err) => {
+      console.log(err.message);
+      releaseIdleTimer();
+    });
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const limit = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const out = await child.output();
+  clearTimeout(limit);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  assert.equal(
+    new TextDecoder().decode(out.stdout).trim(),
+    "too slow",
+    "exited before the deadline",
+  );
+});
+
+Deno.test("deadline timer: the last release keeps a deadline that reused the kept timer", async () => {
+  // The kept timer is reused (no longer idle) by a pending deadline; the last release must then
+  // leave it armed: the deadline still fires, before a much later check.
+  holdIdleTimer();
+  await withDeadline(Promise.resolve(1), 1_000, () => new Error("late"));
+  const pending = withDeadline(new Promise<number>(() => {}), 1_000, () => new Error("too slow"));
+  releaseIdleTimer();
+  let check: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    pending.then(() => "resolved", (err: Error) => err.message),
+    new Promise<string>((resolve) => check = setTimeout(() => resolve("never fired"), 10_000)),
+  ]);
+  clearTimeout(check);
+  assert.equal(outcome, "too slow");
+});
