@@ -79,7 +79,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/stores/redis/confirm.ts",
     tests: [
-      "tests/confirm_units_test.ts",
+      "tests/stores/redis/confirm_units_test.ts",
       "tests/faults/wait_aof_test.ts",
       "tests/faults/crash_aof_test.ts",
       "tests/stores/redis/redis_replicas_test.ts",
@@ -88,9 +88,9 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/client/http_store.ts",
     tests: [
-      "tests/http_store_units_test.ts",
-      "tests/http_store_replies_test.ts",
-      "tests/http_store_test.ts",
+      "tests/client/http_store_units_test.ts",
+      "tests/client/http_store_replies_test.ts",
+      "tests/client/http_store_test.ts",
     ],
   },
   {
@@ -101,9 +101,8 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/durability_gate.ts",
     tests: [
-      "tests/durability_gate_units_test.ts",
-      "tests/evidence_36_test.ts",
-      "tests/redis_first_reservation_test.ts",
+      "tests/engine/edge_cases_audit_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
       "tests/faults/states_test.ts",
     ],
   },

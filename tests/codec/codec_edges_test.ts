@@ -43,7 +43,7 @@ Deno.test("codec edges: offset() refuses every text below its first ID, the one 
 });
 
 Deno.test("codec edges: the widest width of a radix, binary's exactly at 2^53", async () => {
-  const { maxWidth, radix } = await import("../src/codec/mod.ts");
+  const { maxWidth, radix } = await import("../../src/codec/mod.ts");
   // Binary: 2^53 values in a half is the bound itself, so its widest width is 106.
   assert.equal(maxWidth(2), 106);
   assert.equal(radix("01", 106).width, 106);

@@ -218,7 +218,7 @@ Deno.test("deadline timer: a kept, unreferenced timer holds the process open for
   // it and must reference it again, or the process exits before that deadline fires.
   const script = `
     import { holdIdleTimer, releaseIdleTimer, withDeadline } from ${
-    JSON.stringify(new URL("../src/runtime/deadline_timer.ts", import.meta.url).href)
+    JSON.stringify(new URL("../../src/runtime/deadline_timer.ts", import.meta.url).href)
   };
     holdIdleTimer();
     await withDeadline(Promise.resolve(1), 200, () => new Error("late"));

@@ -1,10 +1,10 @@
-import "./deadline.ts"; // a time limit on every test of this file
+import "../../support/deadline.ts"; // a time limit on every test of this file
 // The Redis store's confirmation (src/stores/redis/confirm.ts) on a scripted client, no server:
 // what is sent, in which case, and how each reply is read. The real servers' side is in
-// tests/faults/wait_aof_test.ts, tests/faults/crash_aof_test.ts and tests/replicas_test.ts.
+// tests/faults/wait_aof_test.ts, tests/faults/crash_aof_test.ts and tests/stores/redis/redis_replicas_test.ts.
 import assert from "node:assert/strict";
-import { KvIdError } from "../src/contract/errors.ts";
-import type { RedisClient } from "../src/contract/redis_client.ts";
+import { KvIdError } from "../../../src/contract/errors.ts";
+import type { RedisClient } from "../../../src/contract/redis_client.ts";
 import {
   confirmReservation,
   confirms,
@@ -13,7 +13,7 @@ import {
   probeWaitAof,
   waitForAof,
   waitForReplicas,
-} from "../src/stores/redis/confirm.ts";
+} from "../../../src/stores/redis/confirm.ts";
 
 /** An error a client raises for an error reply (named like node-redis' and ioredis'). */
 class ReplyError extends Error {}

@@ -1,10 +1,10 @@
-import "./deadline.ts"; // a time limit on every test of this file
+import "../support/deadline.ts"; // a time limit on every test of this file
 // HttpStore (src/client/http_store.ts) on a scripted `fetch` (its `fetch` option), no server:
 // what each call sends, and what each answer of the service becomes. The real service is in
-// tests/http_store_test.ts; answers from a real HTTP server in tests/http_store_replies_test.ts.
+// tests/client/http_store_test.ts; answers from a real HTTP server in tests/client/http_store_replies_test.ts.
 import assert from "node:assert/strict";
-import { KvIdError } from "../mod.ts";
-import { HttpStore } from "../src/client/mod.ts";
+import { KvIdError } from "../../mod.ts";
+import { HttpStore } from "../../src/client/mod.ts";
 
 const TOKEN = "test-token-0123456789";
 const OPTIONS = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
@@ -86,16 +86,19 @@ Deno.test("HttpStore units: a reservation's request and answer", async () => {
 Deno.test("HttpStore units: refused before anything is sent", async () => {
   const { store, sent } = scripted(() => segment("1", "10"));
   assert.equal(await code(store.reserve("other", "o", 10, OPTIONS)), "config");
-  assert.equal(await code(store.reserve("kvid", "o", 10, { ...OPTIONS, replicas: 1 })), "config");
+  assert.equal(
+    await code(store.reserve("kvid", "o", 10, { ...OPTIONS, generator: { replicas: 1 } })),
+    "config",
+  );
   await assert.rejects(
-    store.reserve("kvid", "o", 10, { ...OPTIONS, replicas: 1 }),
+    store.reserve("kvid", "o", 10, { ...OPTIONS, generator: { replicas: 1 } }),
     /cannot wait for replicas/,
   );
   assert.equal(await code(store.loadStep("other", "o")), "config");
   assert.equal(await code(store.saveStep("other", "o", 5)), "config");
   assert.equal(await code(store.release("other", "o", { first: 1n, last: 2n })), "config");
   assert.deepEqual(sent, []);
-  await store.reserve("kvid", "o", 10, { ...OPTIONS, replicas: 0 });
+  await store.reserve("kvid", "o", 10, { ...OPTIONS, generator: { replicas: 0 } });
   assert.equal(sent.length, 1);
 });
 
