@@ -102,7 +102,10 @@ Deno.test({
             "svg text",
             (els) => els.map((e) => e.getBoundingClientRect().height).filter((h) => h > 0),
           );
-          assert.ok(sizes.length > 0 && Math.min(...sizes) >= 9, `chart labels ${sizes} px high`);
+          assert.ok(
+            sizes.length > 0 && sizes.every((s) => s >= 9),
+            `chart labels ${sizes} px high`,
+          );
           await page.setViewport({ width: 1024, height: 768 });
         },
       );
