@@ -8,7 +8,7 @@
 
 import { KvIdError } from "../../contract/errors.ts";
 import type { RedisClient } from "../../contract/redis_client.ts";
-import type { RedisReserveOptions as ReserveOptions } from "./store_options.ts";
+import type { RedisReserveOptions } from "./store_options.ts";
 import { errorMessage, isReplyError, toKvIdError } from "../../contract/store_errors.ts";
 import { parseInteger } from "./replies.ts";
 
@@ -37,7 +37,7 @@ export async function confirmReservation(
   client: RedisClient,
   key: string,
   field: string,
-  options: Pick<ReserveOptions, "replicas" | "waitAof">,
+  options: Pick<RedisReserveOptions, "replicas" | "waitAof">,
   ms: number,
   before?: Promise<string>,
 ): Promise<void> {
@@ -56,7 +56,7 @@ export async function confirmReservation(
  */
 export function confirms(
   client: RedisClient,
-  options: Pick<ReserveOptions, "replicas" | "waitAof">,
+  options: Pick<RedisReserveOptions, "replicas" | "waitAof">,
 ): boolean {
   return (options.replicas ?? 0) > 0 || (options.waitAof === true && aofKnown.has(client));
 }
