@@ -6,7 +6,10 @@
  * so a condition no test depends on shows up without anyone guessing it.
  *
  * `deno task mutate:all [filter...]` (a filter keeps the files whose path contains it); not part
- * of `deno task test` (it takes hours). Runs niced, one mutant at a time, each test file run
+ * of `deno task test` (it takes hours). `--list` prints the mutants, numbered per file, without
+ * running them; `--ids=3,17,40-45` runs only those numbers and `--lines=120-180` only the mutants
+ * on those lines (to re-run survivors, or a file in parts); `--tests=a_test.ts,b_test.ts` runs
+ * those test files instead of the target's list (a fast pass on unit tests alone). Runs niced, one mutant at a time, each test file run
  * killed after {@linkcode MUTANT_LIMIT_MS} (a hang counts as killed, said as such). Prints one
  * line per surviving mutant and, per file, `file: N mutants, K killed, S survived, E equivalent`
  * (equivalent: listed in {@linkcode EQUIVALENT} with a reason), then the total.
@@ -101,6 +104,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/durability_gate.ts",
     tests: [
+      "tests/engine/durability_gate_units_test.ts",
       "tests/engine/edge_cases_audit_test.ts",
       "tests/stores/redis/redis_first_reservation_test.ts",
       "tests/faults/states_test.ts",
@@ -362,9 +366,25 @@ async function killedBy(dir: string, tests: readonly string[]): Promise<string |
   return undefined;
 }
 
+/** `"3,17,40-45"` as a test of a number; undefined for no option. */
+export function numberSet(spec: string | undefined): ((n: number) => boolean) | undefined {
+  if (spec === undefined) return undefined;
+  const ranges = spec.split(",").filter((p) => p !== "").map((part) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+    if (m === null) throw new Error(`not a number or range: ${part}`);
+    return [Number(m[1]), Number(m[2] ?? m[1])] as const;
+  });
+  return (n) => ranges.some(([a, b]) => n >= a && n <= b);
+}
+
 if (import.meta.main) {
   const args = Deno.args.filter((a) => !a.startsWith("--"));
   const list = Deno.args.includes("--list");
+  const option = (name: string) =>
+    Deno.args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const ids = numberSet(option("ids"));
+  const lines = numberSet(option("lines"));
+  const testsOption = option("tests")?.split(",").filter((t) => t !== "");
   const targets = TARGETS.filter((t) => args.length === 0 || args.some((a) => t.file.includes(a)));
   const dir = list ? "" : await copyRepo();
   const totals = { mutants: 0, killed: 0, survived: 0, equivalent: 0 };
@@ -372,13 +392,19 @@ if (import.meta.main) {
     for (const target of targets) {
       const path = `${dir || root}/${target.file}`;
       const original = await Deno.readTextFile(path);
-      const mutants = mutantsOf(target.file, original);
+      const all = mutantsOf(target.file, original);
+      const numbered = all.map((m, i) => ({ ...m, id: i + 1 }));
+      const mutants = numbered.filter((m) =>
+        (ids === undefined || ids(m.id)) && (lines === undefined || lines(m.line))
+      );
+      const of = mutants.length === all.length ? "" : ` (of ${all.length})`;
       if (list) {
-        for (const m of mutants) console.log(`${target.file}:${m.line} ${m.what}`);
-        console.log(`${target.file}: ${mutants.length} mutants`);
+        for (const m of mutants) console.log(`#${m.id} ${target.file}:${m.line} ${m.what}`);
+        console.log(`${target.file}: ${mutants.length} mutants${of}`);
         continue;
       }
-      const base = await killedBy(dir, target.tests);
+      const tests = testsOption ?? target.tests;
+      const base = await killedBy(dir, tests);
       if (base !== undefined) {
         console.log(`${target.file}: ${base} fails without any mutant: skipped`);
         continue;
@@ -388,7 +414,7 @@ if (import.meta.main) {
         await Deno.writeTextFile(path, original.slice(0, m.start) + m.to + original.slice(m.end));
         let by: string | undefined;
         try {
-          by = await killedBy(dir, target.tests);
+          by = await killedBy(dir, tests);
         } finally {
           await Deno.writeTextFile(path, original);
         }
@@ -396,14 +422,14 @@ if (import.meta.main) {
         if (by !== undefined) killed++;
         else if (why !== undefined) {
           equivalent++;
-          console.log(`equivalent ${target.file}:${m.line} ${m.what}: ${why}`);
+          console.log(`equivalent #${m.id} ${target.file}:${m.line} ${m.what}: ${why}`);
         } else {
           survived++;
-          console.log(`SURVIVED  ${target.file}:${m.line} ${m.what}  [${m.key}]`);
+          console.log(`SURVIVED  #${m.id} ${target.file}:${m.line} ${m.what}  [${m.key}]`);
         }
       }
       console.log(
-        `${target.file}: ${mutants.length} mutants, ${killed} killed, ${survived} survived, ${equivalent} equivalent`,
+        `${target.file}: ${mutants.length} mutants${of}, ${killed} killed, ${survived} survived, ${equivalent} equivalent`,
       );
       totals.mutants += mutants.length;
       totals.killed += killed;
