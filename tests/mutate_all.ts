@@ -113,6 +113,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/engine/reservation.ts",
     tests: [
+      "tests/engine/reservation_units_test.ts",
       "tests/engine/flow_control_test.ts",
       "tests/engine/edge_cases_test.ts",
       "tests/engine/edge_cases_audit_test.ts",
@@ -160,6 +161,8 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "only a safe integer is compared with it, and Number(max) of a max above 2^53 - 1 is at least that",
   "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|<|<=":
     "a max equal to 2^53 - 1 gives the same number either way",
+  "src/engine/durability_gate.ts|if (store !== undefined) forget(store);|store !== undefined|true":
+    "forget(undefined) does nothing: hasCachedReads(undefined) is false",
   "src/engine/durability_gate.ts|this.#accepted = true;|true|false":
     "#accepted is read only by beforeReserve, which then awaits a check() that resolved already",
   "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true":
