@@ -23,7 +23,7 @@ import {
   startServer,
   type TestServer,
 } from "../../support/redis_server.ts";
-import { assertIncreasing, rejectsWith } from "../../support/assert.ts";
+import { assertConsecutiveButSkips, assertIncreasing, rejectsWith } from "../../support/assert.ts";
 
 const N = 3;
 const LAYOUT = "\u0000layout:";
@@ -69,7 +69,7 @@ Deno.test(ownServers("interleaved store on 3 servers"), async (t) => {
       // Rotation plus the floor: each reservation is the next block, whoever serves it.
       assert.equal((ids[0] - 1) % 10, 0);
       assert.ok(ids[0] <= 21, `starts in the first cycle: ${ids[0]}`);
-      for (let i = 1; i < ids.length; i++) assert.equal(ids[i], ids[0] + i);
+      assertConsecutiveButSkips(ids, 10); // a member skipped when slow: its block spent
       const high = Number(id.stats().high);
       let top = -1;
       for (let i = 0; i < N; i++) {
