@@ -329,6 +329,7 @@ async function killedBy(dir: string, tests: readonly string[]): Promise<string |
         "10",
         "deno",
         "test",
+        "--config=deno.dev.json",
         "-A",
         "--no-check",
         "--fail-fast",
