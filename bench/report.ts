@@ -85,7 +85,7 @@ async function sideBySide(): Promise<ServerRun[]> {
       const label = `${await serverKind(server.url)} ${server.version}`;
       console.error(`side by side: ${label}`);
       const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-        args: ["bench", "-A", "--json", SERVERS_BENCH],
+        args: ["bench", "--config=deno.dev.json", "-A", "--json", SERVERS_BENCH],
         // Its log lines go to stderr (a metrics file set), so stdout is the JSON alone.
         env: { KVID_BENCH_URL: server.url, KVID_BENCH_METRICS: "/dev/null" },
         stdin: "null",
@@ -132,7 +132,7 @@ async function main(benchArgs: string[], out: string): Promise<number> {
     console.error(`server: ${label}`);
     const metricsFile = await Deno.makeTempFile({ prefix: "kvid-bench-metrics-" });
     try {
-      const cmdArgs = ["bench", "-A", "--json", ...benchArgs];
+      const cmdArgs = ["bench", "--config=deno.dev.json", "-A", "--json", ...benchArgs];
       console.error(`running: deno ${cmdArgs.join(" ")}`);
       const child = new Deno.Command(Deno.execPath(), {
         args: cmdArgs,

@@ -58,7 +58,15 @@ async function runTests(dir: string, files: readonly string[]): Promise<Outcome>
   for (const file of files) {
     // setsid: the run and the servers its tests start form one process group, killed together.
     const child = new Deno.Command("setsid", {
-      args: ["deno", "test", "-A", "--sanitize-ops", "--sanitize-resources", file],
+      args: [
+        "deno",
+        "test",
+        "--config=deno.dev.json",
+        "-A",
+        "--sanitize-ops",
+        "--sanitize-resources",
+        file,
+      ],
       cwd: dir,
       env: { KVID_TEST_LIMIT_MS: String(TEST_LIMIT_MS), NO_COLOR: "1" },
       stdout: "piped",

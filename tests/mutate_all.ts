@@ -336,6 +336,7 @@ async function killedBy(dir: string, tests: readonly string[]): Promise<string |
         "10",
         "deno",
         "test",
+        "--config=deno.dev.json",
         "-A",
         "--no-check",
         "--fail-fast",

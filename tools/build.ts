@@ -1,5 +1,5 @@
 /**
- * `deno task -c deno.run.json build`: the npm package of this checkout for Node and Bun, in `dist/`
+ * `deno task build`: the npm package of this checkout for Node and Bun, in `dist/`
  * (gitignored): every entry point that runs outside Deno (`ENTRIES`: `@kvid/core`, `/store`,
  * `/client`, `/codec`, `/postgres`, `/mysql`) as one split bundle, an ESM file and its type
  * declarations per entry point and the code they share in chunks (one `KvIdError` class for all),
@@ -22,9 +22,9 @@
  */
 
 const root = new URL("../", import.meta.url);
-// The runtime's config (imports and lock without the development tools): a build from a fresh
-// clone fetches only what the bundles contain.
-const runConfig = new URL("deno.run.json", root).pathname;
+// deno.json holds the runtime's imports and lock (the development tools are deno.dev.json's): a
+// build from a fresh clone fetches only what the bundles contain.
+const runConfig = new URL("deno.json", root).pathname;
 const dist = new URL("dist/", root);
 const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
   name: string;
@@ -119,8 +119,8 @@ function sourceFor(spec: string, sources: string[]): string {
 /** The names a module exports, as `deno doc` lists them. */
 async function exportsOf(entry: string): Promise<Set<string>> {
   const out = await new Deno.Command(Deno.execPath(), {
-    // Not --config: deno doc then installs every npm package of deno.json, whatever the config
-    // says. The names are all it is asked for; an npm module it cannot resolve is warned of.
+    // Not --config: the names are all it is asked for; an npm module it cannot resolve (the
+    // drivers, loaded by URL scheme at run time) is warned of, never fetched.
     args: ["doc", "--no-config", "--import-map", runConfig, "--json", entry],
     cwd: root,
     stdout: "piped",

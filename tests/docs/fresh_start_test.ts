@@ -1,10 +1,10 @@
 /**
  * A fresh clone's first minutes fetch only what they run: the README's service quick start on an
- * empty Deno cache (its shell block as written, on a free port) answers with IDs having fetched
- * only the runtime config's packages (`deno.run.json`, `deno.run.lock`), none of the development
- * tools of deno.json; the demo fetches nothing. And the two configs agree: every runtime import,
- * every driver's range (`src/stores/drivers.ts`) and every locked version is deno.json's and
- * deno.lock's.
+ * empty Deno cache (its shell block as written, `deno task serve`, on a free port) answers with IDs
+ * having fetched only the runtime's packages (deno.json's imports, locked in `deno.lock`), none of
+ * the development tools of `deno.dev.json`; the demo fetches nothing. And the two configs agree:
+ * every runtime import, every driver's range (`src/stores/drivers.ts`) and every locked version is
+ * the development config's, which the tests ran.
  *
  * Starts no Redis server (the quick start runs on Deno KV); it fetches from the npm registry.
  *
@@ -56,30 +56,40 @@ function freePort(): number {
   }
 }
 
-Deno.test("the runtime config is deno.json's, without the development tools", () => {
-  const dev = JSON.parse(text("deno.json")) as { imports: Record<string, string> };
-  const run = JSON.parse(text("deno.run.json")) as {
+Deno.test("the runtime config is the development config's, without the development tools", () => {
+  const run = JSON.parse(text("deno.json")) as {
     imports: Record<string, string>;
+    exports: Record<string, string>;
+  };
+  const dev = JSON.parse(text("deno.dev.json")) as {
+    imports: Record<string, string>;
+    exports: Record<string, string>;
     lock: string;
   };
+  // The package as the tests see it (`@kvid/core/...` resolved to this checkout) is the package.
+  assert.deepEqual(dev.exports, run.exports, "deno.dev.json's exports differ from deno.json's");
   for (const [name, target] of Object.entries(run.imports)) {
-    assert.deepEqual(target, dev.imports[name], `deno.run.json's ${name} differs from deno.json's`);
+    assert.deepEqual(target, dev.imports[name], `deno.json's ${name} differs from deno.dev.json's`);
   }
   for (const [name, range] of Object.entries(DRIVERS)) {
-    assert.deepEqual(`npm:${name}@${range}`, dev.imports[name], `drivers.ts's ${name}`);
+    assert.deepEqual(`npm:${name}@${range}`, run.imports[name], `drivers.ts's ${name}`);
+  }
+  // The tools stay out of what runs: each one named here is a development config's import only.
+  for (const tool of ["fast-check", "puppeteer-core", "autocannon", "typescript"]) {
+    assert.ok(tool in dev.imports && !(tool in run.imports), `${tool} belongs to deno.dev.json`);
   }
   // The same versions as the tests ran: a runtime lock that drifted would serve untested code.
-  const devLock = lockedPackages(JSON.parse(text("deno.lock")));
-  for (const [name, version] of lockedPackages(JSON.parse(text(run.lock)))) {
+  const devLock = lockedPackages(JSON.parse(text(dev.lock)));
+  for (const [name, version] of lockedPackages(JSON.parse(text("deno.lock")))) {
     if (name.startsWith("@types/")) continue; // type declarations: nothing of them runs
-    assert.deepEqual(version, devLock.get(name), `${run.lock}'s ${name} against deno.lock's`);
+    assert.deepEqual(version, devLock.get(name), `deno.lock's ${name} against ${dev.lock}'s`);
   }
 });
 
 Deno.test("the README's service quick start answers on an empty cache, fetching only the runtime's packages", async () => {
   const readme = text("README.md");
   const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1])
-    .find((b) => /deno task .*serve/.test(b));
+    .find((b) => /deno task serve/.test(b));
   assert(block !== undefined, "README.md has no sh block running the service");
   assert(!/^sleep /m.test(block), "the quick start waits for readiness, not for a fixed time");
   const tmp = await Deno.makeTempDir({ prefix: "kvid-fresh-" });
@@ -101,9 +111,9 @@ Deno.test("the README's service quick start answers on an empty cache, fetching 
     const stdout = new TextDecoder().decode(out.stdout);
     assert(out.success, `the quick start failed:\n${new TextDecoder().decode(out.stderr)}`);
     assert.deepEqual(stdout.trim().split("\n").slice(-3), ["1", "2", "3"], stdout);
-    const run = lockedPackages(JSON.parse(text("deno.run.lock")));
+    const run = lockedPackages(JSON.parse(text("deno.lock")));
     const extra = fetched(denoDir).filter((name) => !run.has(name));
-    assert.deepEqual(extra, [], "packages fetched beyond deno.run.lock's");
+    assert.deepEqual(extra, [], "packages fetched beyond deno.lock's");
   } finally {
     try {
       Deno.kill(-child.pid, "SIGTERM");

@@ -16,6 +16,7 @@ import { Recorder } from "../support/faults.ts";
 const TIMEOUT_MS = 500;
 // Three times the timeout: every timer of the generator is due long before the loop is free.
 const BLOCK_MS = 1_500;
+const BATCH_TIMEOUT_MS = 2_000;
 
 /** Keep the event loop busy for `ms` without yielding (the application's synchronous work). */
 function blockLoop(ms: number): void {
@@ -60,15 +61,18 @@ for (const kind of CLIENTS) {
       });
 
       await t.step("a batch waiting on a prefetch is served too", async () => {
+        // The batch needs two more reservations after the loop is free, in the time the late
+        // timer gives back (what it was late, at most the timeout): a timeout of its own, long
+        // enough that a loaded machine's round trips fit in it, and a block twice as long.
         await using id = new KvId(`blocked-batch-${kind}`, {
           redis: client.redis,
-          timeout: TIMEOUT_MS,
+          timeout: BATCH_TIMEOUT_MS,
           minStep: 100,
           maxStep: 100,
         });
         assert.equal(await id.next(), 1);
         const pending = id.nextBatch(250);
-        blockLoop(BLOCK_MS);
+        blockLoop(2 * BATCH_TIMEOUT_MS);
         const ids = await pending;
         assert.equal(ids.length, 250);
         assert.equal(ids[0], 2);

@@ -69,3 +69,27 @@ export function assertDisjoint(all: readonly IdRuns[]): void {
     }
   }
 }
+
+/**
+ * What rotation over interleaved members promises for IDs taken one reservation at a time:
+ * consecutive, except where a member missed its attempt's limit (at least 200 ms: an AOF fsync
+ * or a Deno KV commit on a loaded disk can take that long) and was skipped, its blocks spent: a
+ * gap of whole blocks. A few such gaps are the machine; a broken rotation or floor makes one a turn.
+ *
+ * Asserts `ids` ascend by one, but for at most `maxGaps` gaps of one or two whole blocks.
+ *
+ * @param ids IDs in the order they were handed out.
+ * @param block The block size.
+ * @param maxGaps How many skipped-member gaps to accept.
+ */
+export function assertConsecutiveButSkips(ids: number[], block: number, maxGaps = 3): void {
+  const gaps: number[] = [];
+  for (let i = 1; i < ids.length; i++) {
+    const gap = ids[i] - ids[i - 1] - 1;
+    if (gap === 0) continue;
+    assert.ok(gap === block || gap === 2 * block, `${ids[i - 1]} then ${ids[i]}: not whole blocks`);
+    assert.equal((ids[i] - 1) % block, 0, `${ids[i]} starts no block`);
+    gaps.push(ids[i]);
+  }
+  assert.ok(gaps.length <= maxGaps, `blocks skipped before ${gaps.join(", ")}`);
+}

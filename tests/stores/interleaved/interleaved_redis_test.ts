@@ -23,7 +23,7 @@ import {
   startServer,
   type TestServer,
 } from "../../support/redis_server.ts";
-import { assertIncreasing, rejectsWith } from "../../support/assert.ts";
+import { assertConsecutiveButSkips, assertIncreasing, rejectsWith } from "../../support/assert.ts";
 
 const N = 3;
 const LAYOUT = "\u0000layout:";
@@ -69,7 +69,7 @@ Deno.test(ownServers("interleaved store on 3 servers"), async (t) => {
       // Rotation plus the floor: each reservation is the next block, whoever serves it.
       assert.equal((ids[0] - 1) % 10, 0);
       assert.ok(ids[0] <= 21, `starts in the first cycle: ${ids[0]}`);
-      for (let i = 1; i < ids.length; i++) assert.equal(ids[i], ids[0] + i);
+      assertConsecutiveButSkips(ids, 10); // a member skipped when slow: its block spent
       const high = Number(id.stats().high);
       let top = -1;
       for (let i = 0; i < N; i++) {
@@ -164,12 +164,14 @@ Deno.test(ownServers("interleaved store on 3 servers"), async (t) => {
         await take(100);
       }
       await take(600); // every server serves again
+      // A server that was down (so behind) never issues its old, lower blocks: IDs increase.
       assertIncreasing(ids);
-      // A server that was down (so behind) jumps ahead: no gap reaches one block cycle.
-      for (let i = 1; i < ids.length; i++) {
-        const gap = ids[i] - ids[i - 1];
-        if (gap >= N * B) assert.fail(`jump of ${gap} at ${i}: ${ids[i - 1]} -> ${ids[i]}`);
-      }
+      // And it jumps to its first block above the floor, not further: its first block after the
+      // restart is within one cycle of the ID before it. (Elsewhere gaps may be longer: a live
+      // member slower than its attempt limit on a loaded machine is skipped, its block spent.)
+      const j = back + ids.slice(back).findIndex((x) => residue(x, B) === 1);
+      const jump = ids[j] - ids[j - 1];
+      assert.ok(jump < N * B, `restarted server jumped ${jump}: ${ids[j - 1]} -> ${ids[j]}`);
       assert.equal(id.stats().rollbacks, 0, "behind is not a rollback: AOF kept the counter");
       // A new generator (no floor yet) starts within one cycle of the front.
       await using late = new KvId(name, opts);
