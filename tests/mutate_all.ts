@@ -193,6 +193,35 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "JSON.stringify(undefined) is undefined",
   'src/stores/redis/confirm.ts|if (b === "unknown" && a === "unknown") return; // a client that cannot say: as before|b === "unknown" && a === "unknown"|false':
     'both "unknown" are equal: the a !== b check below lets them through as well',
+  // The codec's fast paths (issue 36c): the exact path they skip gives the same result.
+  "src/codec/radix.ts|if (id <= 9007199254740991n) return this.#numberDigits(Number(id));|id <= 9007199254740991n|false":
+    "the BigInt loop writes the same digits for a safe integer",
+  "src/codec/radix.ts|if (id <= 9007199254740991n) return this.#numberDigits(Number(id));|<=|<":
+    "2^53 - 1 through the BigInt loop gives the same digits",
+  "src/codec/radix.ts|let wide = false;|false|true":
+    "starting wide, the BigInt sum from 0n reads the same value",
+  "src/codec/radix.ts|if (!wide && n * r + d <= 9007199254740991) {|!wide && n * r + d <= 9007199254740991|false":
+    "every digit summed as a bigint from 0n: the same value",
+  "src/codec/radix.ts|if (!wide && n * r + d <= 9007199254740991) {|<=|<":
+    "a value of exactly 2^53 - 1 summed as a bigint is the same value",
+  "src/codec/radix.ts|if (!wide && n * r + d <= 9007199254740991) {|<=|>":
+    "the first digit (< 128) goes wide at once: every digit summed as a bigint, the same value",
+  "src/codec/ff1.ts|for (let k = 0; k < 16; k++) y[k] ^= pq[off + k];|<|<=":
+    "y has 16 bytes: a typed array ignores the write at index 16",
+  "src/codec/ff1.ts|for (let k = 0; k < 16; k++) tail[k] ^= y[k];|<|<=":
+    "tail has 16 bytes: a typed array ignores the write at index 16",
+  "src/codec/ff1.ts|if (mod <= SAFE / 2) {|mod <= SAFE / 2|false":
+    "the bigint path gives the same (x + y) mod radix^m for every modulus",
+  "src/codec/ff1.ts|if (mod <= SAFE / 2) {|<=|<":
+    "a modulus of exactly 2^52 takes the bigint path: the same sum",
+  "src/codec/ff1.ts|if (mod <= SAFE / 2) {|{\n      const s = x + y;\n      return s >= mod ? s - mod : s < 0 ? s + mod : s;\n    }|{}":
+    "without the number path every sum takes the bigint one: the same value",
+  "src/codec/ff1.ts|for (let k = 15; k > 15 - b; k--) {|>|>=":
+    "half < radix^v <= 256^b, so the extra byte is 0 and xors nothing",
+  "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|mod <= HORNER_MAX|false":
+    "the bigint reduction gives the same NUM(S) mod radix^m for every modulus",
+  "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|<=|<":
+    "a modulus of exactly 2^45 takes the bigint reduction: the same value",
 };
 
 /** A test file run for one mutant is killed after this long. */

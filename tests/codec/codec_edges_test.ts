@@ -58,3 +58,29 @@ Deno.test("codec edges: a number above a narrow codec's largest ID is refused, n
   assert.throws(() => decimal(3).encode(1000), KvIdError);
   assert.equal(decimal(3).encode(999), "999");
 });
+
+Deno.test("codec edges: a digit that crosses 2^53 in decode, and a non-ASCII character, decode exactly", () => {
+  // 2^53 + 1: its last digit takes the value past 2^53 - 1, where a JS number would round it.
+  assert.equal(decimal().decode("9007199254740993"), 9007199254740993n);
+  throwsMalformed(
+    () => base62().decode("1\u0080"),
+    /character "\u0080" at 1 is not in the alphabet/,
+  );
+  throwsMalformed(() => base62().decode("\u00ff"), /at 0 is not in the alphabet/);
+});
+
+Deno.test("codec edges: widths and alphabets at and past their bounds", async () => {
+  const { radix } = await import("../../src/codec/mod.ts");
+  for (const w of [0, 31, 1.5]) {
+    assert.throws(() => decimal(w), /decimal: width must be an integer from 1 to 30, got/);
+  }
+  assert.equal(decimal(1).encode(9), "9");
+  const every = Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join("");
+  const all = radix(every); // 128 characters, \x7f among them: both bounds taken
+  assert.equal(all.decode(all.encode(2n ** 63n - 1n)), 2n ** 63n - 1n);
+  assert.equal(all.encode(127), "\x7f");
+  for (const bad of ["0", every + "0", 12 as unknown as string]) {
+    assert.throws(() => radix(bad), /radix\(alphabet\): 2 to 128 characters, got/);
+  }
+  assert.throws(() => radix("0é"), /"é" is not ASCII/);
+});

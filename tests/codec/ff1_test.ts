@@ -76,3 +76,63 @@ Deno.test("FF1 equals noble's FF1 on random keys, radixes, lengths, tweaks and i
     { seed: 26, numRuns: 300 },
   );
 });
+
+Deno.test("FF1 refuses each bad parameter with a RangeError naming it, and takes each bound", () => {
+  const key = hex(K128);
+  const refused = (fn: () => unknown, message: RegExp) =>
+    assert.throws(fn, (err: unknown) => {
+      assert.ok(err instanceof RangeError, String(err));
+      assert.match(err.message, message);
+      return true;
+    });
+  refused(() => new Ff1(key.subarray(0, 15), 10, 6), /16, 24 or 32 bytes, got 15 bytes/);
+  refused(() => new Ff1("k".repeat(16) as unknown as Uint8Array, 10, 6), /bytes, got string$/);
+  refused(() => new Ff1(key, 1, 40), /radix must be an integer from 2 to 65536, got 1$/);
+  refused(() => new Ff1(key, 65537, 2), /radix must be .*, got 65537$/);
+  refused(() => new Ff1(key, 10.5, 6), /radix must be .*, got 10.5$/);
+  refused(() => new Ff1(key, 10, 1), /length must be an integer of at least 2, got 1$/);
+  refused(() => new Ff1(key, 10, 6.5), /length must be .*, got 6.5$/);
+  refused(() => new Ff1(key, 10, 5), /at least 1,000,000 .* got 10\^5 = 100000$/);
+  refused(() => new Ff1(key, 2, 107), /at most 2\^53 here, got 2\^54/);
+  refused(() => new Ff1(key, 10, 6, new Uint8Array(257)), /tweak must be a Uint8Array/);
+  refused(() => new Ff1(key, 10, 6, [1] as unknown as Uint8Array), /tweak must be a Uint8Array/);
+  // The bounds themselves are taken: radix 65536, length 2, 2^53 in a half, a 256-byte tweak.
+  assert.equal(new Ff1(key, 65536, 2).size, 2n ** 32n);
+  assert.equal(new Ff1(key, 2, 106).size, 2n ** 106n);
+  assert.equal(new Ff1(key, 10, 6, new Uint8Array(256)).size, 1_000_000n);
+});
+
+Deno.test("FF1 refuses a value outside its domain, naming the domain", () => {
+  const ff1 = new Ff1(hex(K128), 10, 6);
+  for (const x of [-1n, 1_000_000n]) {
+    for (const fn of [() => ff1.encrypt(x), () => ff1.decrypt(x)]) {
+      assert.throws(fn, { code: "domain", message: /outside 0\.\.999999$/ });
+    }
+  }
+  assert.equal(ff1.decrypt(ff1.encrypt(999_999n)), 999_999n);
+});
+
+Deno.test("FF1 equals noble's FF1 where a half passes 2^52: radix 2 length 106, radix 3 length 66", () => {
+  // (x + y) mod radix^m with radix^m above 2^52 no longer fits a JS number: the bigint path.
+  for (const [radix, len] of [[2, 106], [3, 66]]) {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        fc.bigInt({ min: 0n }),
+        (key, seed) => {
+          const ff1 = new Ff1(key, radix, len);
+          const x = seed % ff1.size;
+          const digits: number[] = [];
+          for (let i = 0, v = x; i < len; i++, v /= BigInt(radix)) {
+            digits.unshift(Number(v % BigInt(radix)));
+          }
+          const theirs = NobleFF1(radix, key).encrypt(digits);
+          const y = theirs.reduce((acc, d) => acc * BigInt(radix) + BigInt(d), 0n);
+          assert.equal(ff1.encrypt(x), y);
+          assert.equal(ff1.decrypt(y), x);
+        },
+      ),
+      { seed: 36, numRuns: 40 },
+    );
+  }
+});
