@@ -220,6 +220,8 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "half < radix^v <= 256^b, so the extra byte is 0 and xors nothing",
   "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|mod <= HORNER_MAX|false":
     "the bigint reduction gives the same NUM(S) mod radix^m for every modulus",
+  "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|{\n      let y = 0;\n      for (let k = 0; k < d; k++) y = (y * 256 + ((words[k >> 2] >>> ((k & 3) * 8)) & 255)) % mod;\n      return y;\n    }|{}":
+    "without the number reduction every NUM(S) takes the bigint one: the same value",
   "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|<=|<":
     "a modulus of exactly 2^45 takes the bigint reduction: the same value",
 };
