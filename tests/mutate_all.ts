@@ -9,9 +9,9 @@
  * of `deno task test` (it takes hours). `--list` prints the mutants, numbered per file, without
  * running them; `--ids=3,17,40-45` runs only those numbers and `--lines=120-180` only the mutants
  * on those lines (to re-run survivors, or a file in parts); `--tests=a_test.ts,b_test.ts` runs
- * those test files instead of the target's list (a fast pass on unit tests alone). Runs niced, one mutant at a time, each test file run
- * killed after {@linkcode MUTANT_LIMIT_MS} (a hang counts as killed, said as such). Prints one
- * line per surviving mutant and, per file, `file: N mutants, K killed, S survived, E equivalent`
+ * those test files instead of the target's list (a fast pass on unit tests alone). Runs niced,
+ * one mutant at a time, each test file run killed after {@linkcode MUTANT_LIMIT_MS} (a hang counts
+ * as killed, said as such). Prints one line per surviving mutant and, per file, `file: N mutants, K killed, S survived, E equivalent`
  * (equivalent: listed in {@linkcode EQUIVALENT} with a reason), then the total.
  *
  * Mutators: relational (`<` to `<=` and `>=`, ...), equality (`===` to `!==`), logical (`&&`
