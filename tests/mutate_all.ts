@@ -11,8 +11,9 @@
  * on those lines (to re-run survivors, or a file in parts); `--tests=a_test.ts,b_test.ts` runs
  * those test files instead of the target's list (a fast pass on unit tests alone). Runs niced,
  * one mutant at a time, each test file run killed after {@linkcode MUTANT_LIMIT_MS} (a hang counts
- * as killed, said as such). Prints one line per surviving mutant and, per file, `file: N mutants, K killed, S survived, E equivalent`
- * (equivalent: listed in {@linkcode EQUIVALENT} with a reason), then the total.
+ * as killed, said as such). Prints one line per surviving mutant and, per file,
+ * `file: N mutants, K killed, S survived, E equivalent` (equivalent: listed in
+ * {@linkcode EQUIVALENT} with a reason), then the total.
  *
  * Mutators: relational (`<` to `<=` and `>=`, ...), equality (`===` to `!==`), logical (`&&`
  * to `||`, `??` to `&&`), arithmetic (`+` to `-`, ...), assignment (`+=` to `-=`, ...), update
