@@ -140,19 +140,23 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "without both positive, outlast <= 0 never exceeds a step >= 1",
   "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|&&|||":
     "with either not positive, outlast <= 0 never exceeds a step >= 1",
-  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|>|>=":
-    "tripMs or rate 0 makes outlast 0, which never exceeds a step >= 1 (both operands)",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|>|>= #1":
+    "tripMs 0 makes outlast 0, which never exceeds a step >= 1",
+  "src/engine/step.ts|if (tripMs > 0 && rate > 0) {|>|>= #2":
+    "rate 0 makes outlast 0, which never exceeds a step >= 1",
   "src/engine/step.ts|if (outlast > this.step) this.step = Math.min(outlast, this.#max);|>|>=":
     "outlast equal to the step sets min(step, maxStep), the step itself",
   "src/runtime/deadline_timer.ts|let idle = false;|false|true":
     "idle is read only while a timer exists, and the first arm() (disarm) sets it false first",
-  'src/runtime/deadline_timer.ts|return typeof t === "object" && t !== null &&|&&|||':
+  'src/runtime/deadline_timer.ts|return typeof t === "object" && t !== null &&|&&||| #1':
+    "setTimeout returns an object with ref/unref (Deno 2, Node, Bun), never null or a bare object",
+  'src/runtime/deadline_timer.ts|return typeof t === "object" && t !== null &&|&&||| #2':
     "setTimeout returns an object with ref/unref (Deno 2, Node, Bun), never null or a bare object",
   'src/runtime/deadline_timer.ts|typeof (t as { unref?: unknown }).unref === "function" &&|&&|||':
     "every runtime's timer object has both unref and ref, or neither",
   "src/runtime/deadline_timer.ts|if (queue[parent].due <= entry.due) break;|<=|<":
     "an entry moved above a parent of equal due keeps a valid heap; equal dues fire in one run()",
-  "src/runtime/deadline_timer.ts|const c = r < queue.length && queue[r].due < queue[l].due ? r : l;|<|<=":
+  "src/runtime/deadline_timer.ts|const c = r < queue.length && queue[r].due < queue[l].due ? r : l;|<|<= #2":
     "children of equal due: either is a valid heap top (the bound's <= reads past the end: killed)",
   "src/runtime/deadline_timer.ts|if (queue[c].due >= last.due) break;|>=|>":
     "sifting the last entry below a child of equal due keeps a valid heap",
@@ -166,10 +170,14 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "forget(undefined) does nothing: hasCachedReads(undefined) is false",
   "src/engine/durability_gate.ts|this.#accepted = true;|true|false":
     "#accepted is read only by beforeReserve, which then awaits a check() that resolved already",
-  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true":
-    "after is set exactly when before is; sameConnection(undefined, undefined) finds them equal",
-  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|&&|||":
-    "after is set exactly when before is, so either operand alone decides",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true #1":
+    "WAITAOF: after is set exactly when before is; sameConnection(undefined, undefined) finds them equal",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|before !== undefined && after !== undefined|true #2":
+    "WAIT: after is set exactly when before is; sameConnection(undefined, undefined) finds them equal",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|&&||| #1":
+    "WAITAOF: after is set exactly when before is, so either operand alone decides",
+  "src/stores/redis/confirm.ts|if (before !== undefined && after !== undefined) {|&&||| #2":
+    "WAIT: after is set exactly when before is, so either operand alone decides",
   "src/stores/redis/confirm.ts|if (cause instanceof KvIdError) throw cause;|cause instanceof KvIdError|false":
     "the only KvIdError thrown there matches neither pattern below, and toKvIdError returns it as it is",
   "src/codec/radix.ts|for (let i = 0; i < alphabet.length; i++) this.#digit[alphabet.charCodeAt(i)] = i;|<|<=":
@@ -330,6 +338,15 @@ export function mutantsOf(file: string, text: string): Mutant[] {
     ts.forEachChild(node, visit);
   };
   visit(source);
+  // Two mutants with the same swap on one line text (two `>` to `>=` on a line, or one line
+  // written twice in the file) would share a key, and one EQUIVALENT entry would excuse both:
+  // each of them gets its place among them in the file, ` #1`, ` #2`, ...
+  const groups = new Map<string, Mutant[]>();
+  for (const m of out) groups.set(m.key, [...(groups.get(m.key) ?? []), m]);
+  for (const group of groups.values()) {
+    if (group.length === 1) continue;
+    group.sort((a, b) => a.start - b.start).forEach((m, i) => m.key = `${m.key} #${i + 1}`);
+  }
   return out;
 }
 
