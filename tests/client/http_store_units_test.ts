@@ -83,9 +83,56 @@ Deno.test("HttpStore units: a reservation's request and answer", async () => {
   assert.equal((await top.store.reserve("kvid", "o", 2, OPTIONS)).ranges[0].last, 2n ** 63n - 1n);
 });
 
+Deno.test("HttpStore units: the constructor refuses a bad URL, token or timeout", () => {
+  const ok = { token: TOKEN };
+  assert.throws(() => new HttpStore("not a url", ok), /HttpStore: not a URL: "not a url"/);
+  for (const url of ["ftp://svc/", "file:///tmp/x", "ws://svc/"]) {
+    assert.throws(() => new HttpStore(url, ok), /must be http: or https:/, url);
+  }
+  assert.equal(
+    new HttpStore("https://svc/a/", ok).describe("kvid", "o"),
+    'service https://svc/a, name "o"',
+  );
+  assert.equal(
+    new HttpStore(new URL("http://svc"), ok).describe("kvid", "o"),
+    'service http://svc, name "o"',
+  );
+  const options = [null, undefined, "token", {}, { token: 12345678901234567890 }, { token: null }];
+  for (const o of options) {
+    assert.throws(
+      () => new HttpStore("http://svc", o as unknown as { token: string }),
+      /options\.token \(a service token\) is required/,
+      String(o),
+    );
+  }
+  const tokens = ["short", "x".repeat(15), "x".repeat(1025), `${TOKEN} with a space`, `${TOKEN}é`];
+  for (const token of tokens) {
+    assert.throws(
+      () => new HttpStore("http://svc", { token }),
+      /16 to 1,024 printable ASCII/,
+      token,
+    );
+  }
+  for (const token of ["x".repeat(16), "x".repeat(1024), "!~".repeat(8)]) {
+    new HttpStore("http://svc", { token }); // the bounds themselves are tokens
+  }
+  for (const requestTimeout of [0, -1, 1.5, 0.5, Number.NaN, Infinity]) {
+    assert.throws(
+      () => new HttpStore("http://svc", { token: TOKEN, requestTimeout }),
+      (err: unknown) => err instanceof RangeError && /positive integer/.test(err.message),
+      String(requestTimeout),
+    );
+  }
+  new HttpStore("http://svc", { token: TOKEN, requestTimeout: 1 });
+});
+
 Deno.test("HttpStore units: refused before anything is sent", async () => {
   const { store, sent } = scripted(() => segment("1", "10"));
   assert.equal(await code(store.reserve("other", "o", 10, OPTIONS)), "config");
+  await assert.rejects(
+    store.reserve("other", "o", 10, OPTIONS),
+    /serves the service's hash "kvid" only, not "other": leave KvId's key option out/,
+  );
   assert.equal(
     await code(store.reserve("kvid", "o", 10, { ...OPTIONS, generator: { replicas: 1 } })),
     "config",
@@ -115,6 +162,22 @@ Deno.test("HttpStore units: malformed segment answers are reply errors", async (
     { ranges: [{ first: "1", last: "5" }, { first: "5", last: "9" }] },
     { ranges: [{ first: "6", last: "10" }, { first: "1", last: "5" }] },
     { ranges: [{ first: "1", last: "11" }] },
+    // A range shorter than asked.
+    { ranges: [{ first: "1", last: "9" }] },
+    // A bound past 2^63-1 (decimal, 19 digits).
+    { ranges: [{ first: "9223372036854775800", last: "9223372036854775809" }] },
+    // A reversed range whose negative length (30..27: -2) makes the total come out right:
+    // 1..12 is 12 IDs, 2 more than asked.
+    { ranges: [{ first: "1", last: "12" }, { first: "30", last: "27" }] },
+    // One bound a string, the other a number (DECIMAL.test would pass the number's digits).
+    { ranges: [{ first: "1", last: 10 }] },
+    { ranges: [{ first: 1, last: "10" }] },
+    // Bounds BigInt() reads but that are not the service's decimals.
+    { ranges: [{ first: "0x1", last: "0xa" }] },
+    { ranges: [{ first: "1", last: "0xa" }] },
+    { ranges: [{ first: "01", last: "10" }] },
+    { ranges: [{ first: "1", last: " 10" }] },
+    { ranges: [{ first: "+1", last: "10" }] },
   ];
   for (const body of bodies) {
     const { store } = scripted(() => json(body));
@@ -126,6 +189,22 @@ Deno.test("HttpStore units: malformed segment answers are reply errors", async (
   }
   const { store } = scripted(() => new Response("not json", { status: 200 }));
   assert.equal(await code(store.reserve("kvid", "o", 10, OPTIONS)), "reply");
+  // A one-ID range passes; a malformed answer names the counter and the service.
+  const one = scripted(() => segment("5", "5"));
+  assert.deepEqual((await one.store.reserve("kvid", "o", 1, OPTIONS)).ranges, [
+    { first: 5n, last: 5n },
+  ]);
+  await assert.rejects(
+    scripted(() => json(null)).store.reserve("kvid", "o", 10, OPTIONS),
+    (err: unknown) => {
+      assert.ok(err instanceof KvIdError);
+      assert.match(err.message, /segment answer is malformed/);
+      assert.equal(err.key, "kvid");
+      assert.equal(err.field, "o");
+      assert.equal(err.where, 'service http://svc/base, name "o"');
+      return true;
+    },
+  );
 });
 
 Deno.test("HttpStore units: each status of the service becomes its error", async () => {
