@@ -233,6 +233,21 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "without the number reduction every NUM(S) takes the bigint one: the same value",
   "src/codec/ff1.ts|if (mod <= HORNER_MAX) {|<=|<":
     "a modulus of exactly 2^45 takes the bigint reduction: the same value",
+  // reservation.ts: mutants no test can tell from the code.
+  "src/engine/reservation.ts|this.#floor = s.floor === undefined ? UserFloor.NONE : new UserFloor(s.floor, s.key, name);|s.floor === undefined|false":
+    "a UserFloor without a read is NONE's twin: never due, value 0n, read() a no-op; NONE saves an object",
+  "src/engine/reservation.ts|if (work.length === 0) return;|work.length === 0|false":
+    "with nothing to do, Promise.all([]) wins the race at once and the timer is cleared: the same end",
+  "src/engine/reservation.ts|if (store === undefined) return { durability, loadStep: false };|false|true":
+    "with no store the attempt fails making one before loadStep is read; the next reservation looks up again",
+  "src/engine/reservation.ts|const mark = this.#floor.value > floor ? this.#floor.value : floor;|>|>=":
+    "a floor option equal to the generator's mark: either operand is the same bigint",
+  "src/engine/reservation.ts|raiseTo: mark + s.margin > MAX_ID ? MAX_ID : mark + s.margin,|>|>=":
+    "mark + margin exactly 2^63-1: MAX_ID either way",
+  "src/engine/reservation.ts|const below = floor > 0n && reply.ranges.length > 0 && reply.ranges[0].first <= floor;|>|>= #1":
+    "at mark 0 a first ID <= 0 was refused as hostile just before, so nothing at or below 0 gets here",
+  "src/engine/reservation.ts|if (userFloor > 0n && lowest !== undefined && lowest <= userFloor) {|>|>=":
+    "with no floor option (0) a first ID <= 0 was refused as hostile just before",
 };
 
 /** A test file run for one mutant is killed after this long. */

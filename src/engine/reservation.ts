@@ -250,14 +250,15 @@ export class Reserver {
     } catch {
       // No store: said by the attempt.
     }
-    if (store !== undefined && readsStepInReserve(store) && this.#s.guard) {
+    // No store yet (no client configured): looked up once there is one, as for a generator
+    // declared at module scope before configure().
+    if (store === undefined) return { durability, loadStep: false };
+    if (readsStepInReserve(store) && this.#s.guard) {
       this.#memory.loaded = true;
       return { durability, loadStep: true };
     }
-    this.#memory.loaded = true;
-    const step = store === undefined
-      ? undefined
-      : await this.#memory.lookUp(store, this.#s.timeout / 2);
+    // Half the timeout: the reservation after it must fit in the caller's wait too.
+    const step = await this.#memory.lookUp(store, this.#s.timeout / 2);
     if (step !== undefined && !this.#closed) this.#memory.found(step);
     return { durability, loadStep: false };
   }

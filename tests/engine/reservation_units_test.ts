@@ -24,6 +24,8 @@ import { Reserver } from "../../src/engine/reservation.ts";
 import { SegmentBuffer } from "../../src/engine/segment_buffer.ts";
 import { resolveOptions } from "../../src/engine/settings.ts";
 import { DEMAND } from "../../src/engine/wait_queue.ts";
+import { StepMemory } from "../../src/engine/step_memory.ts";
+import { installStoreSource } from "../../src/runtime/store_source.ts";
 
 type Reply = Reservation | Error | Promise<Reservation>;
 
@@ -94,10 +96,13 @@ async function failed(p: Promise<unknown>): Promise<string> {
 Deno.test("Reserver: what a reservation asks the store for", async () => {
   const store = scripted();
   const { r, buf, settings } = reserver(store, { rollbackMargin: 500 });
+  const started = performance.now();
   assert.deepEqual(await r.reserve(), { kind: "served" });
+  const took = performance.now() - started;
   assert.equal(buf.remaining, 10);
   assert.equal(r.segments, 1);
-  assert.ok(r.lastFetchMs !== undefined && r.lastFetchMs >= 0);
+  // The round trip is measured inside the call: never below 0, never more than the call took.
+  assert.ok(r.lastFetchMs !== undefined && r.lastFetchMs >= 0 && r.lastFetchMs <= took);
   await r.reserve();
   const [a, b] = store.calls;
   assert.equal(a.count, 10);
@@ -222,6 +227,10 @@ Deno.test("Reserver: hostile data (IDs below 1) is refused, the range spent", as
   // No range at all: refused as a counter that went back (nothing above the mark).
   const empty = reserver(scripted([{ ranges: [], raised: false }]));
   assert.match(await failed(empty.r.reserve()), /^rollback the counter \(0\)/);
+  // ... and above a mark too.
+  const later = reserver(scripted([range(1n, 10n), { ranges: [], raised: false }]));
+  await later.r.reserve();
+  assert.match(await failed(later.r.reserve()), /^rollback the counter \(0\) went below IDs/);
 });
 
 Deno.test("Reserver: a raised counter is a rollback: counted, reported, durability re-read", async () => {
@@ -330,6 +339,25 @@ Deno.test("Reserver: past timeout the reservation fails; a late raised reply is 
   late3.resolve(range(11n, 20n));
   await turns();
   assert.equal(r.rollbacks, 2);
+});
+
+Deno.test("Reserver: a late reply starting exactly at the mark is a rollback; at mark 0, none", async () => {
+  const late = Promise.withResolvers<Reservation>();
+  const { r, seen } = reserver(scripted([range(1n, 10n), late.promise]), { timeout: 30 });
+  await r.reserve();
+  assert.match(await failed(r.reserve()), /^timeout/);
+  late.resolve(range(10n, 19n)); // ID 10 was issued already
+  await turns();
+  assert.equal(r.rollbacks, 1);
+  assert.deepEqual(seen, [{ type: "rollback", detail: { floor: 10n, last: 19n } }]);
+  // Before any ID, nothing can be below the mark: a late reply is reported only if raised.
+  const late0 = Promise.withResolvers<Reservation>();
+  const zero = reserver(scripted([late0.promise]), { timeout: 30 });
+  assert.match(await failed(zero.r.reserve()), /^timeout/);
+  late0.resolve(range(0n, 9n));
+  await turns();
+  assert.equal(zero.r.rollbacks, 0);
+  assert.deepEqual(zero.seen, []);
 });
 
 Deno.test("Reserver: a late reply after close is not reported", async () => {
@@ -547,4 +575,108 @@ Deno.test("Reserver: errors name the counter in the store's words", async () => 
   assert.ok(out.kind === "failed");
   assert.equal(out.error.where, "kvid/order!");
   assert.deepEqual(r.where(), { key: "kvid", field: "order", where: "kvid/order!" });
+});
+
+Deno.test("Reserver: the step rule and the prefetch lead measure the clock and the IDs taken", async () => {
+  // Readings: before and after each reply; the second reservation's after-reading is NaN.
+  const times = [1000, 1250, 2000, NaN];
+  const waiting = { [DEMAND]: 3 };
+  const { r } = reserver(scripted(), { clock: () => times.shift() ?? 5000 }, waiting);
+  const measured: [number, number, number][] = [];
+  const reserved = r.sizer.reserved.bind(r.sizer);
+  r.sizer.reserved = (now, taken, tripMs = 0) => {
+    measured.push([now, taken, tripMs]);
+    return reserved(now, taken, tripMs);
+  };
+  assert.deepEqual(await r.reserve(), { kind: "served" });
+  // Nothing accepted, nothing left, 3 waiting: 3 taken; the trip on the generator's clock.
+  assert.deepEqual(measured[0], [1250, 3, 250]);
+  assert.deepEqual(await r.reserve(), { kind: "served" });
+  // 10 accepted, 10 left (nobody took one), 3 waiting: 3 taken; a bad reading after the reply
+  // is replaced by the one before it.
+  assert.deepEqual(measured[1], [2000, 3, 0]);
+  assert.ok(Number.isSafeInteger(r.sizer.step) && r.sizer.step >= 10);
+});
+
+Deno.test("Reserver: the step is written while serving, once it changed and 10 s passed", async () => {
+  const saved: number[] = [];
+  const store = scripted([], {
+    loadStep: () => Promise.resolve(undefined),
+    saveStep: (_k: string, _f: string, step: number) => (saved.push(step), Promise.resolve()),
+  });
+  let now = 0;
+  const { r } = reserver(store, { clock: () => now });
+  await r.reserve(); // the first reservation starts the 10 s
+  r.sizer.resume(700);
+  now = 9_999;
+  await r.reserve();
+  assert.deepEqual(saved, [], "not 10 s yet");
+  now = 10_000;
+  await r.reserve();
+  assert.deepEqual(saved, [r.sizer.step]);
+});
+
+Deno.test("Reserver: a store that reads durability in the reservation is asked there", async () => {
+  const good: StoreDurability = { durable: true, settings: { appendonly: "yes" }, problems: [] };
+  let reads = 0;
+  const store = scripted([range(1n, 10n, { durability: good })], {
+    readsDurability: true,
+    durability: () => (reads++, Promise.resolve(good)),
+  });
+  const { r } = reserver(store);
+  assert.equal(r.durabilityReport().durable, undefined, "not read yet");
+  assert.deepEqual(await r.reserve(), { kind: "served" });
+  assert.ok(store.calls[0].options.durability !== undefined, "asked in the reservation");
+  assert.equal(reads, 0, "no read of its own: one round trip");
+  assert.deepEqual(r.durabilityReport(), {
+    mode: "strict",
+    durable: true,
+    problems: [],
+    settings: { appendonly: "yes" },
+  });
+});
+
+Deno.test("Reserver: the remembered step is looked up within half the timeout", async () => {
+  const asked: number[] = [];
+  const lookUp = StepMemory.prototype.lookUp;
+  StepMemory.prototype.lookUp = function (store, ms) {
+    asked.push(ms);
+    return lookUp.call(this, store, ms);
+  };
+  try {
+    const store = scripted([], {
+      loadStep: () => Promise.resolve(40),
+      saveStep: () => Promise.resolve(),
+    });
+    const { r } = reserver(store, { timeout: 800 });
+    await r.reserve();
+    // The reservation after the lookup must fit in the caller's wait too.
+    assert.deepEqual(asked, [400]);
+    assert.equal(store.calls[0].count, 40);
+  } finally {
+    StepMemory.prototype.lookUp = lookUp;
+  }
+});
+
+Deno.test("Reserver: without a store, a config error; the step looked up once there is one", async () => {
+  let current: Store | undefined;
+  installStoreSource({ check: () => {}, store: () => current });
+  try {
+    let looked = 0;
+    const later = scripted([], {
+      loadStep: () => (looked++, Promise.resolve(60)),
+      saveStep: () => Promise.resolve(),
+    });
+    const { r } = reserver(undefined as unknown as Store);
+    assert.match(await failed(r.reserve()), /^config no Redis client: pass \{ redis \}/);
+    assert.match(await failed(r.reserve()), /^config no Redis client/);
+    current = later; // configure() after the generator was declared
+    assert.deepEqual(await r.reserve(), { kind: "served" });
+    assert.equal(looked, 1);
+    assert.equal(later.calls[0].count, 60, "the remembered step");
+    await r.reserve();
+    assert.equal(looked, 1, "once");
+  } finally {
+    installStoreSource({ check: () => {}, store: () => undefined });
+  }
 });
