@@ -121,6 +121,20 @@ export const TARGETS: readonly Target[] = [
       "tests/engine/kvid_test.ts",
     ],
   },
+  {
+    file: "src/engine/segment_buffer.ts",
+    tests: [
+      "tests/engine/segment_buffer_units_test.ts",
+      "tests/engine/reservation_units_test.ts",
+      "tests/engine/give_back_units_test.ts",
+      "tests/engine/segment_flow_test.ts",
+      "tests/engine/kvid_test.ts",
+    ],
+  },
+  {
+    file: "src/engine/segment.ts",
+    tests: ["tests/engine/segment_buffer_units_test.ts", "tests/engine/segment_flow_test.ts"],
+  },
 ];
 
 /**
