@@ -262,6 +262,13 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "at mark 0 a first ID <= 0 was refused as hostile just before, so nothing at or below 0 gets here",
   "src/engine/reservation.ts|if (userFloor > 0n && lowest !== undefined && lowest <= userFloor) {|>|>=":
     "with no floor option (0) a first ID <= 0 was refused as hostile just before",
+  // segment_buffer.ts and segment.ts: mutants no test can tell from the code.
+  "src/engine/segment_buffer.ts|this.skipped += (last < this.high ? last : this.high) - first + 1n;|<|<=":
+    "a range ending exactly at the mark: last and high are the same bigint",
+  "src/engine/segment_buffer.ts|if (this.ahead.length > 0 && this.prefetchFrom < this.size) this.prefetchFrom = this.size;|<|<=":
+    "a mark already at the segment's end is set to that same end",
+  "src/engine/segment.ts|this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;|leftAtMark >= 0|true":
+    "-1, the only 'no mark' passed, makes the formula max(0, size - 1 + 1) = size",
 };
 
 /** A test file run for one mutant is killed after this long. */

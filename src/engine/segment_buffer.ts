@@ -135,12 +135,12 @@ export class SegmentBuffer {
     for (const { first, size } of this.ahead) segments.push({ first, size, used: 0 });
     let first: bigint | undefined;
     let end = this.high;
+    // Only the current segment, the last one looked at, can be empty or partly used; an empty
+    // one stops the walk as a used-up one does.
     for (let i = segments.length - 1; i >= 0; i--) {
       const s = segments[i];
-      if (s.size === 0) continue;
       if (s.first + BigInt(s.size) - 1n !== end || s.used >= s.size) break;
       first = s.first + BigInt(s.used);
-      if (s.used > 0) break;
       end = s.first - 1n;
     }
     return first === undefined ? undefined : { first, last: this.high };

@@ -88,6 +88,8 @@ Deno.test("SegmentBuffer: number mode cuts at 2^53-1; bigint mode does not", () 
   assert.equal(edge.add([{ first: SAFE, last: SAFE }]), 1);
   // Below the mark, nothing cut at 2^53-1: a rollback, not unsafe.
   assert.equal(edge.add([{ first: 1n, last: 2n }]), "rollback");
+  // Ending exactly at 2^53-1, below the mark: the store went back, nothing was cut (a rollback).
+  assert.equal(edge.add([{ first: SAFE - 3n, last: SAFE }]), "rollback");
 });
 
 Deno.test("SegmentBuffer: several ranges of one reservation, served in order, one mark", () => {
