@@ -135,6 +135,22 @@ export const TARGETS: readonly Target[] = [
     file: "src/engine/segment.ts",
     tests: ["tests/engine/segment_buffer_units_test.ts", "tests/engine/segment_flow_test.ts"],
   },
+  {
+    file: "src/stores/interleaved/layout.ts",
+    tests: [
+      "tests/stores/interleaved/interleaved_units_test.ts",
+      "tests/stores/interleaved/interleaved_mixed_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/interleaved/interleaved_store.ts",
+    tests: [
+      "tests/stores/interleaved/interleaved_units_test.ts",
+      "tests/stores/interleaved/interleaved_members_test.ts",
+      "tests/stores/interleaved/interleaved_mixed_test.ts",
+      "tests/stores/interleaved/interleaved_redis_test.ts",
+    ],
+  },
 ];
 
 /**
@@ -269,6 +285,19 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "a mark already at the segment's end is set to that same end",
   "src/engine/segment.ts|this.prefetchFrom = leftAtMark >= 0 ? Math.max(0, size - 1 - leftAtMark) : size;|leftAtMark >= 0|true":
     "-1, the only 'no mark' passed, makes the formula max(0, size - 1 + 1) = size",
+  // interleaved_store.ts: mutants no test can tell from the code.
+  "src/stores/interleaved/interleaved_store.ts|if (floor <= 0n) return 0n;|floor <= 0n|false":
+    "floor 0 gives cycle (n - 1 - i) / n = 0 through the formula; a negative one's cycle is lost in max() with the mark >= 0",
+  "src/stores/interleaved/interleaved_store.ts|if (floor <= 0n) return 0n;|<=|<":
+    "floor 0 gives cycle (n - 1 - i) / n = 0 through the formula too",
+  "src/stores/interleaved/interleaved_store.ts|return a > b ? a : b;|>|>=":
+    "max of two equal bigints is either",
+  "src/stores/interleaved/interleaved_store.ts|if (left <= 0) break;|<=|<":
+    "the time left is a difference of performance.now() readings: exactly 0 cannot be staged",
+  "src/stores/interleaved/interleaved_store.ts|(healthOf(this.#members[i]).retryAt <= now ? due : later).push(i);|<=|<":
+    "retryAt is 0 or a past performance.now() plus a random backoff: equal to now cannot be staged",
+  "src/stores/interleaved/interleaved_store.ts|durable: true,|true|false":
+    "mergeDurability() and the judge read a member's problems (none for a trusted one), not its flag",
 };
 
 /** A test file run for one mutant is killed after this long. */

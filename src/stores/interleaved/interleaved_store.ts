@@ -7,7 +7,7 @@
  */
 
 import { withDeadline } from "../../runtime/deadline_timer.ts";
-import { KvIdError, type KvIdErrorReason } from "../../contract/errors.ts";
+import { KvIdError, type KvIdErrorReason, reasonOf } from "../../contract/errors.ts";
 import {
   type AnyReserveOptions,
   type CachedReads,
@@ -239,7 +239,7 @@ export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
       } catch (err) {
         const error = toKvIdError(err, key, field);
         if (isRefusal(error)) {
-          throw new KvIdError(error.code, `member ${i}: ${error.message}`, {
+          throw new KvIdError(error.code, `member ${i}: ${reasonOf(error)}`, {
             key,
             field,
             reason: error.reason,
@@ -253,7 +253,8 @@ export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
         errors.push(error);
       }
     }
-    const summary = errors.map((e) => e.message).join("; ") || "no time left";
+    // Each member's reason without the counter's label, which the whole message ends with.
+    const summary = errors.map((e) => reasonOf(e)).join("; ") || "no time left";
     const all = errors.length === n && errors.every((e) => e.code === "reply");
     // The same refusal from every member will not heal by retrying soon: say it as such.
     throw new KvIdError(
@@ -319,11 +320,9 @@ export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
     const b = this.#block;
     const index = BigInt(i);
     const k = BigInt(blocks);
-    // The highest cycle whose block fits under 2^63-1.
+    // The highest cycle whose block fits under 2^63-1 (>= 0: a block is at most 2^53-1 IDs and
+    // there are at most 1,024 members, so at least one cycle fits).
     const lastCycle = (MAX_ID / b - index - 1n) / n;
-    if (MAX_ID / b - index - 1n < 0n) {
-      throw new KvIdError("overflow", "the counter would pass 2^63-1", where);
-    }
     const counter = `${key}\u0000${field}`;
     let seen = this.#seen.get(counter);
     if (seen === undefined) this.#seen.set(counter, seen = new Array(Number(n)).fill(0n));
@@ -344,7 +343,10 @@ export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
       const d = await this.#probe(i, key, { ...policy, reuse: false }, limitMs);
       const only = this.#members.map((_, j) => j === i ? d : undefined);
       const refusal = policy.judge(mergeDurability(only));
-      if (refusal !== undefined) throw refusal;
+      if (refusal !== undefined) {
+        this.#probed[i] = undefined; // read again at its next use: refused until it is durable
+        throw refusal;
+      }
     }
     const layout = this.layout(i);
     // The member's own confirmation (the Redis store's WAITAOF, WAIT) fits in this attempt, in
@@ -454,8 +456,9 @@ export class InterleavedStore implements Store, DurabilityFacts, CachedReads {
     const b = this.#block;
     const n = BigInt(this.#members.length);
     const firstBlock = (floor + b - 1n) / b; // the least block index b with b * block >= floor
+    // d >= 1 - index > -n, so this is 0 when the member's first block is already above.
     const d = firstBlock - index;
-    return d <= 0n ? 0n : (d + n - 1n) / n;
+    return (d + n - 1n) / n;
   }
 
   /** The ranges of `blocks` consecutive cycles from `first` on member `index`, adjacent ones merged. */
