@@ -151,6 +151,13 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/interleaved/interleaved_redis_test.ts",
     ],
   },
+  {
+    file: "src/stores/deno_kv/deno_kv_store.ts",
+    tests: [
+      "tests/stores/deno_kv/deno_kv_units_test.ts",
+      "tests/stores/deno_kv/deno_kv_store_test.ts",
+    ],
+  },
 ];
 
 /**
@@ -296,6 +303,28 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "the time left is a difference of performance.now() readings: exactly 0 cannot be staged",
   "src/stores/interleaved/interleaved_store.ts|(healthOf(this.#members[i]).retryAt <= now ? due : later).push(i);|<=|<":
     "retryAt is 0 or a past performance.now() plus a random backoff: equal to now cannot be staged",
+  // deno_kv_store.ts: mutants no test can tell from the code.
+  "src/stores/deno_kv/deno_kv_store.ts|if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));|pause >= 1|true":
+    "a pause under 1 ms is a timer of 0 or 1 ms: the same retry",
+  "src/stores/deno_kv/deno_kv_store.ts|if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));|>=|>":
+    "a random pause of exactly 1 ms cannot be staged; either is a 1 ms timer",
+  // The retry pause: only its length changes, and a test may not assert on wall-clock time.
+  "src/stores/deno_kv/deno_kv_store.ts|const ceiling = Math.min(this.#maxBackoff, 2 ** Math.min(attempt, 16) / 2);|/|*":
+    "a longer pause ceiling before the same retry (maxBackoff still caps it)",
+  "src/stores/deno_kv/deno_kv_store.ts|const pause = Math.random() * ceiling;|*|/":
+    "another random pause before the same retry",
+  "src/stores/deno_kv/deno_kv_store.ts|if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));|pause >= 1|false":
+    "no pause: the same retry at once",
+  "src/stores/deno_kv/deno_kv_store.ts|if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));|>=|<":
+    "a sub-millisecond pause kept, a longer one skipped: the same retry, sooner",
+  "src/stores/deno_kv/deno_kv_store.ts|for (let i = 0; i < names.length; i += 5) {|<|<=":
+    "one more batch, empty: getMany([]) reads nothing",
+  "src/stores/deno_kv/deno_kv_store.ts|if (this.#closed) return;|this.#closed|false":
+    "a second close() disowns and closes nothing more: the database was let go by the first",
+  "src/stores/deno_kv/deno_kv_store.ts|if (this.#owned) opened.close();|this.#owned|true":
+    "a borrowed Deno.Kv is taken without an await, so close() cannot come between: never reached",
+  "src/stores/deno_kv/deno_kv_store.ts|if (this.#kv === kv) this.#kv = undefined;|this.#kv === kv|true":
+    "this catch is the open's first reaction, before any caller's: #kv is still that open",
   "src/stores/interleaved/interleaved_store.ts|durable: true,|true|false":
     "mergeDurability() and the judge read a member's problems (none for a trusted one), not its flag",
 };

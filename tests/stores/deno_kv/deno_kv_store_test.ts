@@ -336,6 +336,7 @@ Deno.test("a locked database is retried like a conflict; other failures are conn
     { first: 1n, last: 2n },
   ]);
   assert.equal(store.stats().busy, 2);
+  assert.equal(store.stats().conflicts, 0, "a locked database is not a conflict");
   assert.equal(store.stats().maxAttempts, 3);
   failures = [new Error("connection reset")];
   const err = await rejectsWith(store.reserve("kvid", "busy", 1, PLAIN), "connection", /reset/);
