@@ -158,6 +158,14 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/deno_kv/deno_kv_store_test.ts",
     ],
   },
+  {
+    file: "src/contract/durability.ts",
+    tests: [
+      "tests/contract/durability_units_test.ts",
+      "tests/engine/durability_gate_units_test.ts",
+      "tests/stores/interleaved/interleaved_units_test.ts",
+    ],
+  },
 ];
 
 /**
