@@ -166,6 +166,7 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/interleaved/interleaved_units_test.ts",
     ],
   },
+  { file: "src/engine/prefetch.ts", tests: ["tests/engine/prefetch_test.ts"] },
 ];
 
 /**
