@@ -167,6 +167,7 @@ export const TARGETS: readonly Target[] = [
     ],
   },
   { file: "src/engine/prefetch.ts", tests: ["tests/engine/prefetch_test.ts"] },
+  { file: "src/engine/outage.ts", tests: ["tests/engine/outage_test.ts"] },
 ];
 
 /**

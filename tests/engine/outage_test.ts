@@ -104,3 +104,13 @@ Deno.test("backoff doubles from 20 ms, capped by half the timeout and by 2 s, ha
   for (let i = 0; i < 10; i++) o.failed(lost(), 0, 0, () => 1);
   assert.equal(o.retryAt, 50, "the generator's cap is half its timeout");
 });
+
+Deno.test("the verdict and the down error measure from when the failures began, at any clock", () => {
+  const o = new Outage({ failFast: true, timeout: 1_000, ...where });
+  assert.equal(o.probeWanted, false, "no probe wanted before the store is known down");
+  // Late on the clock: an attempt of 10 ms is a retry, not a hang.
+  assert.equal(o.failed(lost(), 50_000, 50_010, half), "retry");
+  assert.equal(o.failed(lost(), 50_020, 51_020, half), "hung", "the whole timeout");
+  assert.equal(o.markDown(51_020), true);
+  assert.match(o.downError(51_520).message, /no reservation succeeded for 1520 ms/);
+});
