@@ -168,6 +168,18 @@ export const TARGETS: readonly Target[] = [
   },
   { file: "src/engine/prefetch.ts", tests: ["tests/engine/prefetch_test.ts"] },
   { file: "src/engine/outage.ts", tests: ["tests/engine/outage_test.ts"] },
+  {
+    file: "src/engine/step_memory.ts",
+    tests: [
+      "tests/engine/step_memory_units_test.ts",
+      "tests/engine/reservation_units_test.ts",
+      "tests/engine/flow_control_test.ts",
+    ],
+  },
+  {
+    file: "src/engine/wait_queue.ts",
+    tests: ["tests/engine/wait_queue_units_test.ts", "tests/engine/flow_control_test.ts"],
+  },
 ];
 
 /**
@@ -313,6 +325,33 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "the time left is a difference of performance.now() readings: exactly 0 cannot be staged",
   "src/stores/interleaved/interleaved_store.ts|(healthOf(this.#members[i]).retryAt <= now ? due : later).push(i);|<=|<":
     "retryAt is 0 or a past performance.now() plus a random backoff: equal to now cannot be staged",
+  // step_memory.ts: mutants no test can tell from the code.
+  "src/engine/step_memory.ts|if (!hasStepMemory(store)) return undefined;|!hasStepMemory(store)|false":
+    "a store without loadStep throws a TypeError inside the try, whose catch returns undefined too",
+  "src/engine/step_memory.ts|} catch {|{\n      return undefined; // no remembered step: start at minStep\n    }|{}":
+    "an empty catch ends the async function with undefined, what the return says",
+  // wait_queue.ts: when the queue's array is compacted only changes its memory, never which
+  // call is served or rejected (the head index and the array are moved together).
+  "src/engine/wait_queue.ts|while (this.#head < waiters.length && waiters[this.#head].deadline <= now) {|<=|<":
+    "a deadline exactly equal to performance.now() at the timer cannot be staged",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|this.#head > 1024 && this.#head * 2 > this.#waiters.length|true":
+    "compacting after every serve: the same calls in the same order, more copying",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|this.#head > 1024 && this.#head * 2 > this.#waiters.length|false":
+    "never compacting a queue that does not empty: the same calls in the same order, more memory",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|&&|||":
+    "compacting more often: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|>|>= #1":
+    "compacting at 1,024 served instead of 1,025: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|>|<= #1":
+    "compacting a short queue instead of a long one: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|>|>= #2":
+    "compacting at exactly half served: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|>|<= #2":
+    "compacting while most calls still wait: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|*|/":
+    "compacting whenever over 1,024 are served: the same calls in the same order",
+  "src/engine/wait_queue.ts|} else if (this.#head > 1024 && this.#head * 2 > this.#waiters.length) {|{\n      this.#waiters = this.#waiters.slice(this.#head);\n      this.#head = 0;\n    }|{}":
+    "never compacting a queue that does not empty: the same calls in the same order, more memory",
   // deno_kv_store.ts: mutants no test can tell from the code.
   "src/stores/deno_kv/deno_kv_store.ts|if (pause >= 1) await new Promise((resolve) => setTimeout(resolve, pause));|pause >= 1|true":
     "a pause under 1 ms is a timer of 0 or 1 ms: the same retry",
