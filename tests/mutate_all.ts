@@ -135,6 +135,15 @@ export const TARGETS: readonly Target[] = [
     file: "src/engine/segment.ts",
     tests: ["tests/engine/segment_buffer_units_test.ts", "tests/engine/segment_flow_test.ts"],
   },
+  {
+    file: "src/stores/redis/replies.ts",
+    tests: [
+      "tests/stores/redis/replies_units_test.ts",
+      "tests/stores/redis/redis_exact_replies_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+    ],
+  },
 ];
 
 /**
@@ -262,6 +271,8 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "at mark 0 a first ID <= 0 was refused as hostile just before, so nothing at or below 0 gets here",
   "src/engine/reservation.ts|if (userFloor > 0n && lowest !== undefined && lowest <= userFloor) {|>|>=":
     "with no floor option (0) a first ID <= 0 was refused as hostile just before",
+  "src/stores/redis/replies.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
+    "a raiseTo of exactly 2^63-1 is MAX_ID either way",
 };
 
 /** A test file run for one mutant is killed after this long. */
