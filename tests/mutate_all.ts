@@ -144,6 +144,15 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/redis/redis_losses_test.ts",
     ],
   },
+  {
+    file: "src/stores/redis/first_reservation.ts",
+    tests: [
+      "tests/stores/redis/first_reservation_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+    ],
+  },
+
 ];
 
 /**
