@@ -152,7 +152,18 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/redis/redis_losses_test.ts",
     ],
   },
-
+  {
+    file: "src/stores/redis/redis_store.ts",
+    tests: [
+      "tests/stores/redis/redis_store_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_exact_replies_test.ts",
+      "tests/stores/redis/redis_counters_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+      "tests/stores/interleaved/interleaved_redis_test.ts",
+      "tests/stores/store_spec_test.ts",
+    ],
+  },
 ];
 
 /**
@@ -282,6 +293,10 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "with no floor option (0) a first ID <= 0 was refused as hostile just before",
   "src/stores/redis/replies.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
     "a raiseTo of exactly 2^63-1 is MAX_ID either way",
+  "src/stores/redis/redis_store.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
+    "a layout raiseTo of exactly 2^63-1 is MAX_ID either way",
+  "src/stores/redis/redis_store.ts|if (this.#client !== undefined) forgetServerReads(this.#client);|this.#client !== undefined|true":
+    "forgetServerReads(undefined) deletes nothing from a WeakMap and throws nothing",
 };
 
 /** A test file run for one mutant is killed after this long. */
