@@ -180,6 +180,35 @@ export const TARGETS: readonly Target[] = [
     file: "src/engine/wait_queue.ts",
     tests: ["tests/engine/wait_queue_units_test.ts", "tests/engine/flow_control_test.ts"],
   },
+  {
+    file: "src/stores/redis/replies.ts",
+    tests: [
+      "tests/stores/redis/replies_units_test.ts",
+      "tests/stores/redis/redis_exact_replies_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/redis/first_reservation.ts",
+    tests: [
+      "tests/stores/redis/first_reservation_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/redis/redis_store.ts",
+    tests: [
+      "tests/stores/redis/redis_store_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_exact_replies_test.ts",
+      "tests/stores/redis/redis_counters_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+      "tests/stores/interleaved/interleaved_redis_test.ts",
+      "tests/stores/store_spec_test.ts",
+    ],
+  },
 ];
 
 /**
@@ -376,6 +405,12 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "this catch is the open's first reaction, before any caller's: #kv is still that open",
   "src/stores/interleaved/interleaved_store.ts|durable: true,|true|false":
     "mergeDurability() and the judge read a member's problems (none for a trusted one), not its flag",
+  "src/stores/redis/replies.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
+    "a raiseTo of exactly 2^63-1 is MAX_ID either way",
+  "src/stores/redis/redis_store.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
+    "a layout raiseTo of exactly 2^63-1 is MAX_ID either way",
+  "src/stores/redis/redis_store.ts|if (this.#client !== undefined) forgetServerReads(this.#client);|this.#client !== undefined|true":
+    "forgetServerReads(undefined) deletes nothing from a WeakMap and throws nothing",
 };
 
 /** A test file run for one mutant is killed after this long. */
