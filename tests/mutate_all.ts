@@ -67,7 +67,11 @@ export const TARGETS: readonly Target[] = [
   },
   {
     file: "src/runtime/deadline_timer.ts",
-    tests: ["tests/runtime/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
+    tests: [
+      "tests/runtime/deadline_timer_units_test.ts",
+      "tests/runtime/deadline_timer_test.ts",
+      "tests/faults/blocked_loop_test.ts",
+    ],
   },
   {
     file: "src/stores/postgres/postgres_errors.ts",
