@@ -67,7 +67,11 @@ export const TARGETS: readonly Target[] = [
   },
   {
     file: "src/runtime/deadline_timer.ts",
-    tests: ["tests/runtime/deadline_timer_test.ts", "tests/faults/blocked_loop_test.ts"],
+    tests: [
+      "tests/runtime/deadline_timer_units_test.ts",
+      "tests/runtime/deadline_timer_test.ts",
+      "tests/faults/blocked_loop_test.ts",
+    ],
   },
   {
     file: "src/stores/postgres/postgres_errors.ts",
@@ -250,6 +254,10 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "sifting the last entry below a child of equal due keeps a valid heap",
   "src/runtime/deadline_timer.ts|if (timer !== undefined) clearTimeout(timer);|timer !== undefined|true":
     "clearTimeout(undefined) does nothing",
+  "src/runtime/deadline_timer.ts|idle = false;|false|true #3":
+    "run() leaves timer undefined until arm()'s disarm() resets idle; idle is read only with a timer",
+  "src/runtime/deadline_timer.ts|if (live === 0) queue.length = 0;|live === 0|false":
+    "with no live deadline left, the arm() just after pops every cancelled entry: empty either way",
   "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|this.max < 9007199254740991n|true":
     "only a safe integer is compared with it, and Number(max) of a max above 2^53 - 1 is at least that",
   "src/codec/radix.ts|this.#maxNumber = Number(this.max < 9007199254740991n ? this.max : 9007199254740991n);|<|<=":
