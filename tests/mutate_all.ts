@@ -135,6 +135,18 @@ export const TARGETS: readonly Target[] = [
     file: "src/engine/segment.ts",
     tests: ["tests/engine/segment_buffer_units_test.ts", "tests/engine/segment_flow_test.ts"],
   },
+  {
+    file: "src/contract/store_errors.ts",
+    tests: [
+      "tests/contract/store_errors_units_test.ts",
+      "tests/engine/error_reasons_test.ts",
+      "tests/stores/open_store_test.ts",
+      "tests/faults/setup_test.ts",
+      "tests/faults/input_test.ts",
+      "tests/engine/kvid_test.ts",
+      "tests/faults/states_test.ts",
+    ],
+  },
 ];
 
 /**
