@@ -147,6 +147,13 @@ export const TARGETS: readonly Target[] = [
       "tests/faults/states_test.ts",
     ],
   },
+  {
+    file: "src/stores/deno_kv/deno_kv_errors.ts",
+    tests: [
+      "tests/stores/deno_kv/deno_kv_errors_units_test.ts",
+      "tests/stores/deno_kv/deno_kv_store_test.ts",
+    ],
+  },
 ];
 
 /**
