@@ -154,6 +154,16 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/deno_kv/deno_kv_store_test.ts",
     ],
   },
+  {
+    file: "src/stores/redis/durability_probe.ts",
+    tests: [
+      "tests/stores/redis/durability_probe_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+      "tests/engine/durability_shared_test.ts",
+      "tests/stores/redis/redis_replicas_test.ts",
+    ],
+  },
 ];
 
 /**
