@@ -213,6 +213,35 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/store_spec_test.ts",
     ],
   },
+  {
+    file: "src/contract/store_errors.ts",
+    tests: [
+      "tests/contract/store_errors_units_test.ts",
+      "tests/engine/error_reasons_test.ts",
+      "tests/stores/open_store_test.ts",
+      "tests/faults/setup_test.ts",
+      "tests/faults/input_test.ts",
+      "tests/engine/kvid_test.ts",
+      "tests/faults/states_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/deno_kv/deno_kv_errors.ts",
+    tests: [
+      "tests/stores/deno_kv/deno_kv_errors_units_test.ts",
+      "tests/stores/deno_kv/deno_kv_store_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/redis/durability_probe.ts",
+    tests: [
+      "tests/stores/redis/durability_probe_units_test.ts",
+      "tests/stores/redis/redis_first_reservation_test.ts",
+      "tests/stores/redis/redis_losses_test.ts",
+      "tests/engine/durability_shared_test.ts",
+      "tests/stores/redis/redis_replicas_test.ts",
+    ],
+  },
 ];
 
 /**
