@@ -9,7 +9,7 @@
 
 import "../../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
-import { KvIdError } from "../../../src/contract/errors.ts";
+import type { KvIdError } from "../../../src/contract/errors.ts";
 import { MAX_ID, type ReserveOptions, stepField } from "../../../src/contract/store.ts";
 import { DenoKvStore } from "../../../src/stores/deno_kv/deno_kv_store.ts";
 import { shutdown } from "../../../src/runtime/shutdown.ts";
