@@ -150,6 +150,7 @@ export const TARGETS: readonly Target[] = [
     file: "src/stores/interleaved/interleaved_store.ts",
     tests: [
       "tests/stores/interleaved/interleaved_units_test.ts",
+      "tests/stores/interleaved/interleaved_timing_units_test.ts",
       "tests/stores/interleaved/interleaved_members_test.ts",
       "tests/stores/interleaved/interleaved_mixed_test.ts",
       "tests/stores/interleaved/interleaved_redis_test.ts",
@@ -387,10 +388,6 @@ export const EQUIVALENT: Readonly<Record<string, string>> = {
     "floor 0 gives cycle (n - 1 - i) / n = 0 through the formula too",
   "src/stores/interleaved/interleaved_store.ts|return a > b ? a : b;|>|>=":
     "max of two equal bigints is either",
-  "src/stores/interleaved/interleaved_store.ts|if (left <= 0) break;|<=|<":
-    "the time left is a difference of performance.now() readings: exactly 0 cannot be staged",
-  "src/stores/interleaved/interleaved_store.ts|(healthOf(this.#members[i]).retryAt <= now ? due : later).push(i);|<=|<":
-    "retryAt is 0 or a past performance.now() plus a random backoff: equal to now cannot be staged",
   // step_memory.ts: mutants no test can tell from the code.
   "src/engine/step_memory.ts|if (!hasStepMemory(store)) return undefined;|!hasStepMemory(store)|false":
     "a store without loadStep throws a TypeError inside the try, whose catch returns undefined too",
