@@ -243,6 +243,13 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/redis/redis_replicas_test.ts",
     ],
   },
+  {
+    file: "src/stores/redis/counters.ts",
+    tests: [
+      "tests/stores/redis/counters_units_test.ts",
+      "tests/stores/redis/redis_counters_test.ts",
+    ],
+  },
 ];
 
 /**
