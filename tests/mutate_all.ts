@@ -250,6 +250,14 @@ export const TARGETS: readonly Target[] = [
       "tests/stores/redis/redis_counters_test.ts",
     ],
   },
+  {
+    file: "src/cli/durability_check.ts",
+    tests: ["tests/cli/cli_durability_test.ts", "tests/cli/cli_durability_exit_test.ts"],
+  },
+  {
+    file: "src/cli/commands/next.ts",
+    tests: ["tests/cli/cli_test.ts", "tests/cli/cli_durability_test.ts"],
+  },
 ];
 
 /**
@@ -259,6 +267,12 @@ export const TARGETS: readonly Target[] = [
 export const EQUIVALENT: Readonly<Record<string, string>> = {
   "src/engine/user_floor.ts|if (floor > this.value) this.value = floor;|>|>=":
     "an answer equal to the value kept assigns the same bigint",
+  "src/cli/durability_check.ts|if (store.durability === undefined) return;|store.durability === undefined|false":
+    "every store the CLI opens (Redis, PostgreSQL, MySQL, interleaved) has durability()",
+  "src/cli/commands/next.ts|guard: false,|false|true":
+    "with floor 0 a guard has nothing to raise: a counter is never below 0",
+  "src/cli/commands/next.ts|exact: true,|true|false":
+    "the CLI's node-redis client reads integers exactly (strings) and SQL replies bigints: exact is read only for a client that rounds",
   "src/cli/commands/durability.ts|const d = store.durability === undefined|store.durability === undefined|false":
     "every store the CLI opens (Redis, PostgreSQL, MySQL, interleaved) has durability()",
   "src/cli/commands/durability.ts|? { durable: true, settings: {}, problems: [] }|true|false":
