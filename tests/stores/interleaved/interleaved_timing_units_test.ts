@@ -175,7 +175,7 @@ Deno.test("interleaved timing: a failed member backs off 3/4 of 100 ms, then of 
     const b = manual("b", log);
     const store = new InterleavedStore([a.store, b.store], { block: 10, timeout: 5_000 });
     // The first member tried is drawn: 0.5 of 2 is member 1 (b); make a the first by serving b.
-    let r = await start(store);
+    const r = await start(store);
     b.calls[0].answer();
     await r.done();
     log.length = 0;
