@@ -289,7 +289,7 @@ WHERE hash_key = ? AND name REGEXP '^[0-9]{8}$' AND name < ? AND layout IS NULL`
     },
     async now() {
       const rows = await select(client, "SELECT CAST(UNIX_TIMESTAMP() AS CHAR) AS s", []);
-      return epochMs(Number(rows[0]?.s) * 1000, "UNIX_TIMESTAMP()");
+      return epochMs(rows[0]?.s, "UNIX_TIMESTAMP()", 1000);
     },
     async settings() {
       const rows = await select(

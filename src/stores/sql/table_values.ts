@@ -103,9 +103,15 @@ export function stepValue(value: unknown): number | undefined {
     : undefined;
 }
 
-/** The server's clock reply (epoch ms, as text or a number), checked to be a plausible time. */
-export function epochMs(value: unknown, what: string): number {
-  const ms = Number(typeof value === "bigint" ? value : String(value));
+/**
+ * The server's clock reply (epoch time in units of `unitMs` ms, as decimal text, a number or a
+ * bigint) in ms, checked to be a plausible time: anything else (an empty reply, which `Number`
+ * would read as 0) is an error.
+ */
+export function epochMs(value: unknown, what: string, unitMs = 1): number {
+  // Numbers and bigints in range print as decimal text too, so one test covers all three.
+  const units = /^-?\d+(\.\d+)?$/.test(String(value)) ? Number(value) : NaN;
+  const ms = units * unitMs;
   if (!(Number.isFinite(ms) && ms >= MIN_EPOCH_MS && ms <= MAX_EPOCH_MS)) {
     throw new Error(`unexpected ${what} reply ${String(value)}`);
   }
