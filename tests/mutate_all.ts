@@ -258,6 +258,36 @@ export const TARGETS: readonly Target[] = [
     file: "src/cli/commands/next.ts",
     tests: ["tests/cli/cli_test.ts", "tests/cli/cli_durability_test.ts"],
   },
+  {
+    file: "src/stores/sql/table_values.ts",
+    tests: [
+      "tests/stores/sql/table_values_units_test.ts",
+      "tests/stores/mysql/mysql_store_test.ts",
+      "tests/stores/postgres/postgres_store_test.ts",
+      "tests/stores/sql/sql_store_spec_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/sql/sql_table_store.ts",
+    tests: [
+      "tests/stores/mysql/mysql_store_test.ts",
+      "tests/stores/postgres/postgres_store_test.ts",
+      "tests/stores/sql/sql_store_spec_test.ts",
+      "tests/stores/interleaved/interleaved_sql_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/postgres/postgres_store.ts",
+    tests: [
+      "tests/stores/postgres/postgres_store_test.ts",
+      "tests/stores/sql/sql_store_spec_test.ts",
+      "tests/stores/postgres/postgres_failover_test.ts",
+    ],
+  },
+  {
+    file: "src/stores/mysql/mysql_store.ts",
+    tests: ["tests/stores/mysql/mysql_store_test.ts", "tests/stores/sql/sql_store_spec_test.ts"],
+  },
 ];
 
 /**
