@@ -270,6 +270,7 @@ export const TARGETS: readonly Target[] = [
   {
     file: "src/stores/sql/sql_table_store.ts",
     tests: [
+      "tests/stores/sql/sql_table_store_units_test.ts",
       "tests/stores/mysql/mysql_store_test.ts",
       "tests/stores/postgres/postgres_store_test.ts",
       "tests/stores/sql/sql_store_spec_test.ts",
@@ -295,6 +296,12 @@ export const TARGETS: readonly Target[] = [
  * `file|trimmed line|original|replacement`, with why.
  */
 export const EQUIVALENT: Readonly<Record<string, string>> = {
+  "src/stores/sql/sql_table_store.ts|const floor = options.guard && options.floor > 0n ? options.floor : 0n;|>|>=":
+    "a floor of 0 chosen either way is 0n",
+  "src/stores/sql/sql_table_store.ts|const raiseTo = options.raiseTo > MAX_ID ? MAX_ID : options.raiseTo;|>|>=":
+    "a raiseTo equal to MAX_ID capped to MAX_ID is the same bigint",
+  "src/stores/sql/sql_table_store.ts|if (this.#ready === ready) this.#ready = undefined;|this.#ready === ready|true":
+    "this runs as the rejected check's reaction; its other reactions are #call continuations that only rethrow, so no new check can start before it",
   "src/engine/user_floor.ts|if (floor > this.value) this.value = floor;|>|>=":
     "an answer equal to the value kept assigns the same bigint",
   "src/cli/durability_check.ts|if (store.durability === undefined) return;|store.durability === undefined|false":
