@@ -190,14 +190,9 @@ function postgresDialect(run: Run, t: string): SqlDialect {
     error: (err, key, field) => postgresError(err, key, field, t),
     isMissingTable: (err) => sqlState(err) === "42P01",
     probe: async () => void await run(`SELECT 1 FROM ${t} LIMIT 0`, []),
-    async createTable() {
-      try {
-        await run(PostgresStore.tableSql(t), []);
-      } catch (err) {
-        // Two processes creating it at once: one wins, the other sees the type or table exist.
-        if (sqlState(err) !== "23505" && sqlState(err) !== "42P07") throw err;
-      }
-    },
+    // Two processes creating it at once: the loser's error (the type or table exists) is
+    // followed by SqlTableStore's one retry, a no-op once the winner has committed.
+    createTable: async () => void await run(PostgresStore.tableSql(t), []),
     columns: () =>
       run(
         `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute

@@ -20,6 +20,8 @@ import { type SqlServer, startPostgres } from "../../support/sql_servers.ts";
 
 type Driver = "pg" | "postgres.js";
 
+const GUARD = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+
 /** A harness over `server` whose clients are all ended on dispose. */
 function harness(server: SqlServer, driver: Driver): SqlHarness {
   const ends: (() => Promise<unknown>)[] = [];
@@ -205,6 +207,58 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
     },
   );
 
+  await t.step(
+    "a table another process is creating: the loser of the race retries and serves",
+    async () => {
+      // The race staged, not hoped for: `admin` creates the table in a transaction left open, so
+      // the store's probe finds none and its CREATE waits on admin's uncommitted catalog rows;
+      // admin commits and the waiting CREATE fails (23505, the type exists) despite IF NOT
+      // EXISTS. The store's one retry is a no-op and the reservation goes on.
+      const options = {
+        host: server.host,
+        port: server.port,
+        user: server.user,
+        password: server.password,
+        database: server.database,
+      };
+      const table = `kvid_race_${Date.now().toString(36)}`;
+      const admin = new pg.Client(options);
+      const watch = new pg.Client(options);
+      const pool = new pg.Pool({ ...options, max: 1, application_name: "kvid-create-race" });
+      pool.on("error", () => {});
+      await admin.connect();
+      await watch.connect();
+      try {
+        await admin.query("BEGIN");
+        await admin.query(PostgresStore.tableSql(table));
+        const store = new PostgresStore(pool, { table });
+        const reserving = store.reserve("kvid", "order", 10, GUARD).then(
+          (r) => r,
+          (e: unknown) => e,
+        );
+        // Poll the server's own view until the store's CREATE waits on admin (bounded by the
+        // file's deadline): a condition, not a guess at how long the store takes.
+        for (;;) {
+          const { rows } = await watch.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+WHERE application_name = 'kvid-create-race' AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0].n > 0) break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await admin.query("COMMIT");
+        const got = await reserving;
+        assert.deepEqual(got, { ranges: [{ first: 1n, last: 10n }], raised: false }, String(got));
+        const { rows } = await admin.query(`SELECT value::text AS v FROM ${table}`);
+        assert.deepEqual(rows, [{ v: "10" }]);
+      } finally {
+        await admin.end();
+        await watch.end();
+        await pool.end();
+      }
+    },
+  );
+
   await t.step("a deadlock and a serialization failure are transient (unavailable)", async () => {
     const connect = () =>
       new pg.Client({
@@ -243,4 +297,28 @@ Deno.test("PostgresStore on PostgreSQL 15: the SQL store cases, with pg and post
       await b.end();
     }
   });
+});
+
+Deno.test("PostgresStore durability: fsync and full_page_writes off are each a named problem", async () => {
+  // Server-wide settings (no role can change them): a server of their own.
+  await using server = await startPostgres({ settings: { fsync: "off", full_page_writes: "off" } });
+  const pool = new pg.Pool({
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    password: server.password,
+    database: server.database,
+    max: 1,
+  });
+  try {
+    const got = await new PostgresStore(pool).durability("kvid");
+    assert.equal(got.durable, false);
+    assert.equal(got.settings.fsync, "off");
+    assert.equal(got.settings.full_page_writes, "off");
+    assert.equal(got.problems.length, 2, got.problems.join("; "));
+    assert.match(got.problems[0], /^fsync is off: .*set fsync = on$/);
+    assert.match(got.problems[1], /^full_page_writes is off: .*set full_page_writes = on$/);
+  } finally {
+    await pool.end();
+  }
 });
