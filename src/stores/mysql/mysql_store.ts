@@ -148,10 +148,15 @@ class NoResult extends Error {}
 /** Run a statement; mysql2/promise resolves to `[result, fields]`: the result. */
 async function result(client: MySqlQueryable, sql: string, values: unknown[]): Promise<unknown> {
   const reply = await client.query(sql, values);
-  return Array.isArray(reply) && reply.length === 2 &&
-      (reply[1] === undefined || Array.isArray(reply[1]))
-    ? reply[0]
-    : reply;
+  if (
+    !Array.isArray(reply) || reply.length !== 2 ||
+    !(reply[1] === undefined || Array.isArray(reply[1]))
+  ) {
+    throw new NoResult(
+      "the MySQL client did not resolve to [result, fields]: pass a npm:mysql2/promise pool or connection",
+    );
+  }
+  return reply[0];
 }
 
 /** A write's header, checked (a client that returned none is a `"reply"` error). */
@@ -199,15 +204,14 @@ function mysqlDialect(client: MySqlQueryable, t: string): SqlDialect {
     isMissingTable: (err) => mysqlErrno(err) === 1146,
     probe: async () => void await client.query(`SELECT 1 FROM ${t} LIMIT 0`, []),
     createTable: async () => void await client.query(MySqlStore.tableSql(t), []),
-    async columns() {
-      const reply = await client.query(
+    columns: () =>
+      select(
+        client,
         `SELECT COLUMN_NAME AS name, DATA_TYPE AS type, COLLATION_NAME AS collation
 FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?`,
         [schema, name],
-      );
-      return Array.isArray(reply) && Array.isArray(reply[0]) ? reply[0] : [];
-    },
+      ),
     async increment(key, field, count, floor, layout) {
       const done = await write(
         client,

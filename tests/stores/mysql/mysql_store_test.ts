@@ -21,6 +21,8 @@ import { rejectsWith } from "../../support/assert.ts";
 
 type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
 
+const GUARD = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
+
 /** A harness over `server` whose pools are all ended on dispose. */
 function harness(server: SqlServer, driver: Driver): SqlHarness {
   const ends: (() => Promise<unknown>)[] = [];
@@ -152,6 +154,108 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
       await pool.end();
     }
   });
+
+  await t.step(
+    "a client that does not answer [result, fields]: a reply error naming it",
+    async () => {
+      const pool = mysql.createPool({
+        host: server.host,
+        port: server.port,
+        user: server.user,
+        database: server.database,
+        connectionLimit: 2,
+      });
+      // The real pool's replies, distorted: `answer` sees each reply and the statement.
+      const through = (answer: (reply: unknown[], sql: string) => unknown, table: string) =>
+        new MySqlStore({
+          query: async (sql: string, values?: unknown[]) =>
+            answer(await pool.query(sql, values) as unknown as unknown[], sql),
+        } as never, { table });
+      const isWrite = (sql: string) => /^(INSERT|UPDATE|DELETE)/.test(sql);
+      try {
+        const table = `kvid_shape_${Date.now().toString(36)}`;
+        await pool.query(MySqlStore.tableSql(table));
+        const shape = /did not resolve to \[result, fields\]: pass a npm:mysql2\/promise/;
+        const notTuples: [string, (reply: unknown[]) => unknown][] = [
+          ["the bare result", (reply) => reply[0]],
+          ["three elements", (reply) => [...reply, []]],
+          ["fields that are not a list", (reply) => [reply[0], "fields"]],
+        ];
+        for (const [what, answer] of notTuples) {
+          const err = await rejectsWith(
+            through(answer, table).reserve("kvid", "order", 10, GUARD),
+            "reply",
+            shape,
+          );
+          assert.match(err.message, new RegExp(`table ${table}`), what);
+        }
+        for (const header of [{}, null, 5, { affectedRows: "1" }]) {
+          const store = through((reply, sql) => isWrite(sql) ? [header, undefined] : reply, table);
+          await rejectsWith(
+            store.reserve("kvid", "order", 10, GUARD),
+            "reply",
+            /returned no affectedRows for a write/,
+          );
+        }
+        const selectAsWrite = through(
+          (reply, sql) =>
+            sql.startsWith("SELECT COLUMN_NAME") ? [{ affectedRows: 0 }, undefined] : reply,
+          table,
+        );
+        await rejectsWith(
+          selectAsWrite.reserve("kvid", "order", 10, GUARD),
+          "reply",
+          /returned no rows for a SELECT/,
+        );
+        // None of them moved the counter.
+        const [rows] = await pool.query(`SELECT name FROM ${table}`);
+        assert.deepEqual(rows, []);
+      } finally {
+        await pool.end();
+      }
+    },
+  );
+
+  await t.step(
+    "a table qualified by another database is read there, not in the default one",
+    async () => {
+      const pool = mysql.createPool({
+        host: server.host,
+        port: server.port,
+        user: server.user,
+        database: server.database,
+        connectionLimit: 2,
+      });
+      try {
+        await pool.query("CREATE DATABASE IF NOT EXISTS kvid_other");
+        // A good table of the same name in the default database: read by mistake, it would pass.
+        await pool.query(MySqlStore.tableSql("kvid_there"));
+        await pool.query(
+          MySqlStore.tableSql("kvid_other.kvid_there").replace("value BIGINT", "value VARCHAR(30)"),
+        );
+        await rejectsWith(
+          new MySqlStore(pool, { table: "kvid_other.kvid_there" }).reserve("kvid", "o", 1, GUARD),
+          "config",
+          /the column value of the table kvid_other\.kvid_there is varchar/,
+        );
+        await pool.query(MySqlStore.tableSql("kvid_fragile"));
+        await pool.query(
+          MySqlStore.tableSql("kvid_other.kvid_fragile").replace("ENGINE=InnoDB", "ENGINE=MyISAM")
+            .replaceAll("VARCHAR(255)", "VARCHAR(100)"),
+        );
+        const got = await new MySqlStore(pool, { table: "kvid_other.kvid_fragile" }).durability(
+          "kvid",
+        );
+        assert.equal(got.settings.engine, "MyISAM");
+        assert.deepEqual(got.problems, [
+          "the table kvid_other.kvid_fragile is ENGINE=MyISAM, which is not crash-safe: ALTER TABLE kvid_other.kvid_fragile ENGINE=InnoDB",
+        ]);
+      } finally {
+        await pool.query("DROP DATABASE IF EXISTS kvid_other");
+        await pool.end();
+      }
+    },
+  );
 
   await t.step("a deadlock is transient (unavailable)", async () => {
     const options = {
