@@ -285,3 +285,45 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
     }
   });
 });
+
+Deno.test("MySqlStore durability: each unsafe server setting is a named problem", async () => {
+  // Settings no session can change (the binary log, the doublewrite buffer): a server of their own.
+  await using server = await startMariaDb({
+    settings: {
+      "log-bin": "kvid-bin",
+      "sync-binlog": "0",
+      "innodb-doublewrite": "0",
+      "innodb-flush-log-at-trx-commit": "0",
+    },
+  });
+  const pool = mysql.createPool({
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    database: server.database,
+    connectionLimit: 1,
+  });
+  try {
+    const store = new MySqlStore(pool);
+    await store.ensureTable();
+    const got = await store.durability("kvid");
+    assert.equal(got.durable, false);
+    assert.deepEqual(got.problems, [
+      "innodb_flush_log_at_trx_commit is 0: a crash of the server loses about the last second of reservations; set innodb_flush_log_at_trx_commit = 1",
+      "the binary log is on and sync_binlog is 0: after a crash of the machine, recovery rolls back reservations the binary log lost; set sync_binlog = 1",
+      "innodb_doublewrite is off: a crash of the machine can leave torn pages in the table; set innodb_doublewrite = ON",
+    ]);
+    // At 2 the log is written at each commit and flushed once a second: only the machine's crash
+    // loses it. With sync_binlog = 1 the binary log is no problem, though it is on.
+    await pool.query("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+    await pool.query("SET GLOBAL sync_binlog = 1");
+    const then = await store.durability("kvid");
+    assert.equal(then.settings.log_bin, "ON");
+    assert.deepEqual(then.problems, [
+      "innodb_flush_log_at_trx_commit is 2: a crash of the machine loses about the last second of reservations; set innodb_flush_log_at_trx_commit = 1",
+      "innodb_doublewrite is off: a crash of the machine can leave torn pages in the table; set innodb_doublewrite = ON",
+    ]);
+  } finally {
+    await pool.end();
+  }
+});
