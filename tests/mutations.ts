@@ -82,8 +82,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "sql/raised-reported",
     what: "a raise is reported (raised: true), so the generator sees the rollback",
     file: sqlStore,
-    from: "return reservationOf(raised, count, floor > 0n, layout, key, field);",
-    to: "return reservationOf(raised, count, false, layout, key, field);",
+    from: "return reservationOf(raised, count, floor > 0n, layout, this.#at(key, field));",
+    to: "return reservationOf(raised, count, false, layout, this.#at(key, field));",
     tests: [PG],
   },
   {
@@ -154,8 +154,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "mysql/clock",
     what: "now() is the database's clock",
     file: mysqlStore,
-    from: 'epochMs(Number(rows[0]?.s) * 1000, "UNIX_TIMESTAMP()")',
-    to: 'epochMs(Number(rows[0]?.s) * 1000 + 3_600_000, "UNIX_TIMESTAMP()")',
+    from: 'epochMs(rows[0]?.s, "UNIX_TIMESTAMP()", 1000)',
+    to: 'epochMs(rows[0]?.s, "UNIX_TIMESTAMP()", 1000) + 3_600_000',
     tests: [MYSQL],
   },
   {
@@ -895,8 +895,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: "interleaved/floor-cycle-rounds-up",
     what: "a member jumps to its first cycle above the floor, never one below",
     file: "src/stores/interleaved/interleaved_store.ts",
-    from: "return d <= 0n ? 0n : (d + n - 1n) / n;",
-    to: "return d <= 0n ? 0n : d / n;",
+    from: "return (d + n - 1n) / n;",
+    to: "return d / n;",
     tests: INTERLEAVED_ANY,
   },
   {
