@@ -26,6 +26,7 @@ const EVIDENCE = "tests/engine/edge_cases_test.ts";
 const ENGINE = "tests/engine/flow_control_test.ts";
 const KVID = "tests/engine/kvid_test.ts";
 const DAILY = "tests/daily/daily_test.ts";
+const DAY_SWITCH = "tests/daily/day_switch_units_test.ts";
 const HTTP = "tests/service/http_contract_test.ts";
 const KV = "tests/stores/deno_kv/deno_kv_store_test.ts";
 const ROLLBACK = "tests/faults/rollback_test.ts";
@@ -657,7 +658,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/daily/day_switch.ts",
     from: "    this.end = this.#zone.endOf(day, now);",
     to: "    this.end = this.#zone.endOf(day, now) - 86_400_000;",
-    tests: [DAILY],
+    tests: [DAY_SWITCH, DAILY],
   },
   {
     id: "daily/never-back",
@@ -665,7 +666,7 @@ export const MUTATIONS: readonly Mutation[] = [
     file: "src/daily/day_switch.ts",
     from: "if (current !== undefined && day.ymd <= current.ymd) {",
     to: "if (false) {",
-    tests: [DAILY, "tests/faults/clock_test.ts"],
+    tests: [DAY_SWITCH, DAILY, "tests/faults/clock_test.ts"],
   },
   {
     id: "daily/overflow",
