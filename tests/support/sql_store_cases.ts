@@ -115,10 +115,15 @@ export async function runSqlStoreSuite<D extends string>(
     const store = h.store();
     const before = await store.reserve("kvid", "restart", 10, GUARD);
     await server.kill();
-    const down = await store.reserve("kvid", "restart", 10, GUARD).then(() => undefined, (e) => e);
+    let down;
+    try {
+      down = await store.reserve("kvid", "restart", 10, GUARD).then(() => undefined, (e) => e);
+    } finally {
+      // Up again whatever was seen: the steps after this one need the server.
+      await server.start();
+    }
     assert.ok(down instanceof KvIdError, String(down));
     assert.ok(["connection", "unavailable"].includes(down.code), down.message);
-    await server.start();
     let after;
     for (let i = 0; i < 50 && after === undefined; i++) {
       after = await store.reserve("kvid", "restart", 10, GUARD).catch(() => undefined);
