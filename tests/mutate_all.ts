@@ -251,6 +251,18 @@ export const TARGETS: readonly Target[] = [
     ],
   },
   {
+    file: "src/stores/redis/adapters.ts",
+    tests: [
+      "tests/stores/redis/adapters_units_test.ts",
+      "tests/stores/redis/redis_exact_replies_test.ts",
+      "tests/stores/redis/redis_replicas_test.ts",
+      "tests/faults/listener_test.ts",
+      "tests/engine/options_test.ts",
+      "tests/stores/redis/redis_cluster_test.ts",
+      "tests/stores/redis/redis_sentinel_test.ts",
+    ],
+  },
+  {
     file: "src/cli/durability_check.ts",
     tests: ["tests/cli/cli_durability_test.ts", "tests/cli/cli_durability_exit_test.ts"],
   },
