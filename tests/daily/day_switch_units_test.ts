@@ -5,6 +5,7 @@
  * assertion first.
  */
 
+import "../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import { ZonedDays } from "../../src/daily/calendar.ts";
 import { DaySwitch } from "../../src/daily/day_switch.ts";

@@ -6,6 +6,7 @@
  * redis_replicas_test, redis_cluster_test, listener_test.
  */
 
+import "../../support/deadline.ts"; // a time limit on every test of this file
 import assert from "node:assert/strict";
 import {
   type BunRedisLike,
