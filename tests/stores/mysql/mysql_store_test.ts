@@ -23,6 +23,17 @@ type Driver = "mysql2" | "mysql2 (bigNumberStrings)";
 
 const GUARD = { floor: 0n, raiseTo: 0n, guard: true, exact: true };
 
+/** A pool of `server`'s superuser on its database; the caller ends it. */
+function superuserPool(server: SqlServer, connectionLimit: number) {
+  return mysql.createPool({
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    database: server.database,
+    connectionLimit,
+  });
+}
+
 /** A harness over `server` whose pools are all ended on dispose. */
 function harness(server: SqlServer, driver: Driver): SqlHarness {
   const ends: (() => Promise<unknown>)[] = [];
@@ -120,13 +131,7 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
   await runSqlStoreSuite(t, server, ["mysql2", "mysql2 (bigNumberStrings)"] as const, harness);
 
   await t.step("names are case-sensitive: Order and order are two counters", async () => {
-    const pool = mysql.createPool({
-      host: server.host,
-      port: server.port,
-      user: server.user,
-      database: server.database,
-      connectionLimit: 2,
-    });
+    const pool = superuserPool(server, 2);
     try {
       const store = new MySqlStore(pool, { table: "kvid_names" });
       const fixed = { store, minStep: 5, maxStep: 5, prefetchAt: 0 };
@@ -158,13 +163,7 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
   await t.step(
     "a client that does not answer [result, fields]: a reply error naming it",
     async () => {
-      const pool = mysql.createPool({
-        host: server.host,
-        port: server.port,
-        user: server.user,
-        database: server.database,
-        connectionLimit: 2,
-      });
+      const pool = superuserPool(server, 2);
       // The real pool's replies, distorted: `answer` sees each reply and the statement.
       const through = (answer: (reply: unknown[], sql: string) => unknown, table: string) =>
         new MySqlStore({
@@ -219,13 +218,7 @@ Deno.test("MySqlStore on MariaDB 10.11: the SQL store cases, with mysql2", async
   await t.step(
     "a table qualified by another database is read there, not in the default one",
     async () => {
-      const pool = mysql.createPool({
-        host: server.host,
-        port: server.port,
-        user: server.user,
-        database: server.database,
-        connectionLimit: 2,
-      });
+      const pool = superuserPool(server, 2);
       try {
         await pool.query("CREATE DATABASE IF NOT EXISTS kvid_other");
         // A good table of the same name in the default database: read by mistake, it would pass.
@@ -296,13 +289,7 @@ Deno.test("MySqlStore durability: each unsafe server setting is a named problem"
       "innodb-flush-log-at-trx-commit": "0",
     },
   });
-  const pool = mysql.createPool({
-    host: server.host,
-    port: server.port,
-    user: server.user,
-    database: server.database,
-    connectionLimit: 1,
-  });
+  const pool = superuserPool(server, 1);
   try {
     const store = new MySqlStore(pool);
     await store.ensureTable();
